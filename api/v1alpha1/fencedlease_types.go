@@ -1,0 +1,198 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// RevocationPolicy says what happens to a holder pod whose lease expired.
+// +kubebuilder:validation:Enum=DeletePod;KeepPod
+type RevocationPolicy string
+
+const (
+	// DeletePodPolicy deletes the revoked pod (the default).
+	DeletePodPolicy RevocationPolicy = "DeletePod"
+	// KeepPodPolicy keeps the revoked pod, marked Revoked, for inspection.
+	KeepPodPolicy RevocationPolicy = "KeepPod"
+)
+
+// FencedLeaseSpec is what the user asks for.
+type FencedLeaseSpec struct {
+	// LeaseDurationSeconds is how long a grant lasts without a renewal observed by the
+	// controller. Shorter fails over faster; longer tolerates longer holder pauses.
+	// +optional
+	// +kubebuilder:default=15
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	LeaseDurationSeconds int32 `json:"leaseDurationSeconds,omitempty"`
+
+	// RevocationPolicy is applied to a holder whose lease expired.
+	// +optional
+	// +kubebuilder:default=DeletePod
+	RevocationPolicy RevocationPolicy `json:"revocationPolicy,omitempty"`
+
+	// Suspend stops new grants while true; a current holder keeps its grant.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// Holder is the pod that holds the grant.
+type Holder struct {
+	// PodName is the holder pod's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PodName string `json:"podName"`
+
+	// PodUID is the holder pod's UID; with Token it is the holder's identity.
+	// +required
+	PodUID types.UID `json:"podUID"`
+
+	// Token is the fencing token granted to this holder.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Token int64 `json:"token"`
+
+	// AcquireTime is when the controller granted the lease.
+	// +required
+	AcquireTime metav1.MicroTime `json:"acquireTime"`
+
+	// LastRenewTime is when the controller last observed a renewal (its own clock).
+	// +optional
+	LastRenewTime *metav1.MicroTime `json:"lastRenewTime,omitempty"`
+}
+
+// Revocation records a holder whose grant was taken away.
+type Revocation struct {
+	// PodName is the revoked pod's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PodName string `json:"podName"`
+
+	// PodUID is the revoked pod's UID.
+	// +required
+	PodUID types.UID `json:"podUID"`
+
+	// Token is the revoked grant's token.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Token int64 `json:"token"`
+
+	// Reason is why the grant was revoked.
+	// +required
+	Reason RevocationReason `json:"reason"`
+
+	// Time is when the controller revoked the grant.
+	// +required
+	Time metav1.MicroTime `json:"time"`
+}
+
+// RevocationReason says why a grant was revoked.
+// +kubebuilder:validation:Enum=LeaseExpired;FencedLeaseDeleted
+type RevocationReason string
+
+const (
+	// ReasonLeaseExpired: no renewal was observed for a whole lease duration.
+	ReasonLeaseExpired RevocationReason = "LeaseExpired"
+	// ReasonFencedLeaseDeleted: the FencedLease is being deleted.
+	ReasonFencedLeaseDeleted RevocationReason = "FencedLeaseDeleted"
+)
+
+// FencedLeaseStatus is what the controller observed and decided.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.fencingToken) || (has(self.fencingToken) && self.fencingToken >= oldSelf.fencingToken)",message="status.fencingToken may never decrease"
+// +kubebuilder:validation:XValidation:rule="!has(self.holder) || (has(self.fencingToken) && self.holder.token <= self.fencingToken)",message="status.holder.token may not exceed status.fencingToken"
+type FencedLeaseStatus struct {
+	// FencingToken is the highest token ever issued for this namespace/name. It never
+	// decreases, also across deletion and re-creation of the FencedLease.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FencingToken int64 `json:"fencingToken,omitempty"`
+
+	// Holder is the pod that holds the grant, if any.
+	// +optional
+	Holder *Holder `json:"holder,omitempty"`
+
+	// Waiting is the number of candidate pods waiting for a grant.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Waiting int32 `json:"waiting,omitempty"`
+
+	// Transitions counts grants.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Transitions int64 `json:"transitions,omitempty"`
+
+	// Revocations counts revoked grants.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Revocations int64 `json:"revocations,omitempty"`
+
+	// LastRevocation is the most recent revocation.
+	// +optional
+	LastRevocation *Revocation `json:"lastRevocation,omitempty"`
+
+	// ObservedGeneration is the spec generation this status reflects.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Held says whether a pod holds the grant and, if not, why.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// Condition types and reasons.
+const (
+	// ConditionHeld is True while a pod holds the grant.
+	ConditionHeld = "Held"
+
+	// Held=True
+	ReasonGranted = "Granted"
+	// Held=False
+	ReasonNoCandidates = "NoCandidates"
+	ReasonSuspended    = "Suspended"
+	ReasonDeleting     = "Deleting"
+)
+
+// FencedLease grants one labeled pod at a time a lease and a strictly increasing
+// fencing token for one protected side effect.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=fl,categories=fencing
+// +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder.podName`
+// +kubebuilder:printcolumn:name="Token",type=integer,JSONPath=`.status.fencingToken`
+// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Duration",type=integer,JSONPath=`.spec.leaseDurationSeconds`,priority=1
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.revocationPolicy`,priority=1
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
+// +kubebuilder:printcolumn:name="Transitions",type=integer,JSONPath=`.status.transitions`,priority=1
+// +kubebuilder:printcolumn:name="Revocations",type=integer,JSONPath=`.status.revocations`,priority=1
+// +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="Held")].reason`,priority=1
+type FencedLease struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	// +kubebuilder:default={}
+	Spec FencedLeaseSpec `json:"spec,omitempty"`
+	// +optional
+	Status FencedLeaseStatus `json:"status,omitempty"`
+}
+
+// FencedLeaseList is a list of FencedLeases.
+// +kubebuilder:object:root=true
+type FencedLeaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FencedLease `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FencedLease{}, &FencedLeaseList{})
+}

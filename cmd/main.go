@@ -1,0 +1,118 @@
+// Command fencedlease runs the FencedLease operator.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "fencedlease:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	metricsAddr, probeAddr string
+	leaderElect            bool
+	leaderElectionNS       string
+	localControlPlane      string
+	localAssets            string
+	localKubeconfig        string
+}
+
+func run() error {
+	var o options
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader, so several replicas can run and only one acts.")
+	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's own).")
+	flag.StringVar(&o.localControlPlane, "local-control-plane", "never",
+		"Start an embedded kube-apiserver and etcd: 'never', 'always', or 'auto' (only when no cluster is configured).")
+	flag.StringVar(&o.localAssets, "local-control-plane-assets", os.Getenv("KUBEBUILDER_ASSETS"),
+		"Folder holding the kube-apiserver and etcd binaries (make envtest builds them).")
+	flag.StringVar(&o.localKubeconfig, "local-kubeconfig", "bin/local.kubeconfig",
+		"Where to write a kubeconfig for the embedded control plane.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	ctx := ctrl.SetupSignalHandler()
+	cfg, err := restConfig(ctx, o)
+	if err != nil {
+		return err
+	}
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(fencingv1.AddToScheme(scheme))
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              "fencedlease-operator",
+		LeaderElectionNamespace:       o.leaderElectionNS,
+		LeaderElectionReleaseOnCancel: true, // the process exits right after: a standby takes over at once
+		Cache:                         cache.Options{ByObject: fencedlease.CacheByObject()},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	r := &fencedlease.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("fencedlease-controller"),
+		Clock:     clock.RealClock{},
+		Metrics:   fencedlease.NewMetrics(metrics.Registry),
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting manager", "leaderElection", o.leaderElect)
+	return mgr.Start(ctx)
+}
+
+// restConfig finds the cluster, or starts the embedded control plane when asked to.
+func restConfig(ctx context.Context, o options) (*rest.Config, error) {
+	switch o.localControlPlane {
+	case "never":
+		return ctrl.GetConfig()
+	case "auto":
+		if cfg, err := ctrl.GetConfig(); err == nil {
+			return cfg, nil
+		}
+		fmt.Fprintln(os.Stderr, "fencedlease: no cluster configured (KUBECONFIG, ~/.kube/config, in-cluster); starting an embedded control plane")
+		return startLocalControlPlane(ctx, o.localAssets, o.localKubeconfig)
+	case "always":
+		return startLocalControlPlane(ctx, o.localAssets, o.localKubeconfig)
+	}
+	return nil, errors.New("--local-control-plane must be never, always or auto")
+}

@@ -1,0 +1,201 @@
+package fencedlease
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// Reconciler grants, watches and revokes FencedLeases.
+type Reconciler struct {
+	client.Client
+	// APIReader reads the Lease uncached, so expiry is never judged on a stale copy.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+	Metrics   *Metrics
+
+	tracker *renewalTracker
+}
+
+// +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases/finalizers,verbs=update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile observes, decides the next status, writes it once, then makes the Lease and
+// the pods follow it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	fl := &fencingv1.FencedLease{}
+	if err := r.Get(ctx, req.NamespacedName, fl); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.tracker.forget(req.NamespacedName)
+			r.Metrics.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if fl.DeletionTimestamp == nil && controllerutil.AddFinalizer(fl, fencingv1.Finalizer) {
+		if err := r.Update(ctx, fl); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if fl.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(fl, fencingv1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+
+	w, err := r.observe(ctx, fl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := decide(w)
+	if err := r.writeStatus(ctx, fl, d); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.syncLease(ctx, fl, w.lease, w.renewal); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing Lease: %w", err)
+	}
+	if err := r.syncPods(ctx, fl, w.pods); err != nil {
+		return ctrl.Result{}, err
+	}
+	if fl.DeletionTimestamp != nil {
+		// The holder is revoked and the Lease keeps the high-water token: let it go.
+		controllerutil.RemoveFinalizer(fl, fencingv1.Finalizer)
+		return ctrl.Result{}, r.Update(ctx, fl)
+	}
+	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
+}
+
+// observe reads the Lease (uncached) and the labeled pods, and asks the tracker when the
+// holder was last seen renewing.
+func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (world, error) {
+	w := world{fl: fl}
+	lease := &coordinationv1.Lease{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(fl), lease); {
+	case err == nil:
+		w.lease = lease
+	case !apierrors.IsNotFound(err):
+		return w, err
+	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(fl.Namespace), client.MatchingLabels{fencingv1.LeaseLabel: fl.Name}); err != nil {
+		return w, err
+	}
+	w.pods = pods.Items
+	if h := fl.Status.Holder; h != nil {
+		var renewTime *metav1.MicroTime // nil: the Lease does not show this grant yet
+		if leaseShows(w.lease, h) {
+			renewTime = w.lease.Spec.RenewTime
+		}
+		w.renewal = r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, renewTime)
+	}
+	w.now = r.Clock.Now()
+	return w, nil
+}
+
+// writeStatus writes the decided status with the resourceVersion that was read: a
+// token is spent only if nobody else wrote in between. Events and metrics follow a
+// successful write only.
+func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease, d decision) error {
+	if equality.Semantic.DeepEqual(fl.Status, d.status) {
+		return nil
+	}
+	fl.Status = d.status
+	if err := r.Status().Update(ctx, fl); err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	if h := d.granted; h != nil {
+		r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, nil)
+	}
+	r.record(ctx, fl, d)
+	return nil
+}
+
+// record tells users (events) and dashboards (metrics) what a status write changed.
+func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d decision) {
+	log := logf.FromContext(ctx)
+	key := client.ObjectKeyFromObject(fl)
+	if rv := d.revoked; rv != nil {
+		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
+		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "late", d.lateness)
+		r.event(fl, pod, corev1.EventTypeWarning, "Revoked", "Revoke",
+			"revoked token %d of pod %s: %s", rv.Token, rv.PodName, rv.Reason)
+		r.Metrics.revoked(key, string(rv.Reason), d.lateness)
+	}
+	if rl := d.released; rl != nil {
+		pod := podRef(fl.Namespace, rl.holder.PodName, rl.holder.PodUID)
+		log.Info("released", "pod", klog.KObj(pod), "token", rl.holder.Token, "reason", rl.reason)
+		r.event(fl, pod, corev1.EventTypeNormal, "Released", "Release",
+			"pod %s released token %d: %s", rl.holder.PodName, rl.holder.Token, rl.reason)
+		r.Metrics.released(key, rl.reason)
+	}
+	if h := d.granted; h != nil {
+		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
+		log.Info("granted", "pod", klog.KObj(pod), "token", h.Token)
+		r.event(fl, pod, corev1.EventTypeNormal, "Granted", "Grant",
+			"granted token %d to pod %s", h.Token, h.PodName)
+		r.Metrics.granted(key, r.Clock.Since(d.grantedPodCreated))
+	}
+	r.Metrics.setStatus(key, d.status)
+}
+
+// event records the same event on the FencedLease and on the pod, each naming the other.
+func (r *Reconciler) event(fl *fencingv1.FencedLease, pod *corev1.Pod, kind, reason, action, format string, args ...any) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(fl, pod, kind, reason, action, format, args...)
+	r.Recorder.Eventf(pod, fl, kind, reason, action, format, args...)
+}
+
+func podRef(ns, name string, uid types.UID) *corev1.Pod {
+	p := &corev1.Pod{}
+	p.Namespace, p.Name, p.UID = ns, name, uid
+	p.APIVersion, p.Kind = "v1", "Pod"
+	return p
+}
+
+// SetupWithManager watches FencedLeases, their Leases and their labeled pods.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Metrics == nil {
+		r.Metrics = NewMetrics(nil)
+	}
+	r.tracker = newRenewalTracker(r.Clock)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&fencingv1.FencedLease{}).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
+		Named("fencedlease").
+		Complete(r)
+}
+
+// byLabel maps a labeled Lease or pod to the FencedLease its label names.
+func byLabel(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[fencingv1.LeaseLabel]
+	if !ok || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}

@@ -1,0 +1,242 @@
+package fencedlease
+
+import (
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+var key = types.NamespacedName{Namespace: "ns", Name: "invoices"}
+
+func newFL(duration int32) *fencingv1.FencedLease {
+	return &fencingv1.FencedLease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Generation: 1},
+		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: duration, RevocationPolicy: fencingv1.DeletePodPolicy},
+	}
+}
+
+func pod(name string, created time.Time) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: name, UID: types.UID("uid-" + name),
+		CreationTimestamp: metav1.NewTime(created),
+		Labels:            map[string]string{fencingv1.LeaseLabel: key.Name},
+	}}
+}
+
+// leaseFor is the Lease as grant step 2 writes it, renewed at renew.
+func leaseFor(h *fencingv1.Holder, renew time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Annotations: map[string]string{
+			fencingv1.TokenAnnotation:     formatToken(h.Token),
+			fencingv1.HolderUIDAnnotation: string(h.PodUID),
+		}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.PodName), RenewTime: microTime(renew)},
+	}
+}
+
+// step runs one reconcile's observation and decision at the fake clock's time.
+func step(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) decision {
+	w := world{fl: fl, lease: lease, pods: pods}
+	if h := fl.Status.Holder; h != nil {
+		var rt *metav1.MicroTime
+		if leaseShows(lease, h) {
+			rt = lease.Spec.RenewTime
+		}
+		w.renewal = tr.observe(key, h.PodUID, h.Token, rt)
+	}
+	w.now = c.Now()
+	d := decide(w)
+	fl.Status = d.status
+	return d
+}
+
+func TestFirstCandidateGetsTokenOneFIFO(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("b", t0.Add(time.Second)), pod("c", t0), pod("a", t0.Add(time.Second))}
+	d := step(tr, c, fl, nil, pods)
+	if d.granted == nil || d.granted.PodName != "c" || d.granted.Token != 1 {
+		t.Fatalf("want c granted token 1 (oldest), got %+v", d.granted)
+	}
+	if fl.Status.FencingToken != 1 || fl.Status.Waiting != 2 || fl.Status.Transitions != 1 {
+		t.Fatalf("status: %+v", fl.Status)
+	}
+	if d.requeueAfter != 10*time.Second {
+		t.Fatalf("requeueAfter = %v, want the full duration", d.requeueAfter)
+	}
+	// Among equal creation times the name decides: a before b.
+	pods[1].Status.Phase = corev1.PodSucceeded
+	d = step(tr, c, fl, nil, pods)
+	if d.released == nil || d.released.reason != releasePodFinished || d.granted == nil || d.granted.PodName != "a" || d.granted.Token != 2 {
+		t.Fatalf("want c released (finished) and a granted token 2, got released=%+v granted=%+v", d.released, d.granted)
+	}
+}
+
+func TestExpiryCountsFromObservedRenewalNotFromTheHolderTimestamp(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+	step(tr, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+
+	// The holder's renewTime is written by another machine with a clock an hour behind:
+	// only its change matters.
+	skewed := t0.Add(-time.Hour)
+	c.Step(6 * time.Second)
+	d := step(tr, c, fl, leaseFor(h, skewed), pods)
+	if d.revoked != nil || d.requeueAfter != 10*time.Second {
+		t.Fatalf("renewal seen at +6s must give a full duration: revoked=%v requeue=%v", d.revoked, d.requeueAfter)
+	}
+	c.Step(9*time.Second + 999*time.Millisecond)
+	if d := step(tr, c, fl, leaseFor(h, skewed), pods); d.revoked != nil {
+		t.Fatalf("revoked 1ms before expiry")
+	}
+	c.Step(5 * time.Millisecond)
+	d = step(tr, c, fl, leaseFor(h, skewed), pods)
+	if d.revoked == nil || d.revoked.PodName != "a" || d.revoked.Token != 1 || d.revoked.Reason != fencingv1.ReasonLeaseExpired {
+		t.Fatalf("want a revoked for expiry, got %+v", d.revoked)
+	}
+	if d.lateness != 4*time.Millisecond {
+		t.Fatalf("lateness = %v, want 4ms", d.lateness)
+	}
+	if d.granted == nil || d.granted.PodName != "b" || d.granted.Token != 2 || fl.Status.Revocations != 1 {
+		t.Fatalf("want b granted token 2 in the same decision, got %+v / %+v", d.granted, fl.Status)
+	}
+}
+
+func TestRestartGivesAFullDurationFromFirstLook(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
+	step(newRenewalTracker(c), c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+
+	// A new controller (empty tracker) looks 9s after the grant, long after the last renewal.
+	c.Step(9 * time.Second)
+	fresh := newRenewalTracker(c)
+	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked != nil || d.requeueAfter != 10*time.Second {
+		t.Fatalf("after restart: revoked=%v requeue=%v, want a full duration", d.revoked, d.requeueAfter)
+	}
+	c.Step(10 * time.Second)
+	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked == nil {
+		t.Fatal("not revoked a full duration after first look")
+	}
+}
+
+func TestHalfDoneGrantIsFinishedNotRegranted(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
+	// Step 1 was written (token 5), the Lease still shows the tombstone of token 4.
+	fl.Status.FencingToken = 5
+	fl.Status.Holder = &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 5, AcquireTime: *microTime(t0)}
+	tomb := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{fencingv1.TokenAnnotation: "4"}}}
+	d := step(newRenewalTracker(c), c, fl, tomb, pods)
+	if d.granted != nil || d.released != nil || d.revoked != nil {
+		t.Fatalf("a half-done grant must be kept: %+v", d)
+	}
+	if fl.Status.FencingToken != 5 || fl.Status.Holder.Token != 5 {
+		t.Fatalf("token changed: %+v", fl.Status)
+	}
+}
+
+func TestReleaseByLeaseNeedsTheHoldersToken(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+	tr := newRenewalTracker(c)
+	step(tr, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+
+	cleared := leaseFor(h, t0)
+	cleared.Spec.HolderIdentity = nil
+	// Same token, no holder: the holder released.
+	d := step(tr, c, fl.DeepCopy(), cleared, pods)
+	if d.released == nil || d.released.reason != releaseLeaseCleared || d.granted.Token != 2 {
+		t.Fatalf("want release by Lease and token 2, got %+v", d)
+	}
+	// An older token with no holder is the tombstone of an earlier grant, not a release.
+	cleared.Annotations[fencingv1.TokenAnnotation] = "0"
+	if d := step(tr, c, fl.DeepCopy(), cleared, pods); d.released != nil {
+		t.Fatalf("a tombstone taken for a release: %+v", d.released)
+	}
+}
+
+func TestTokenAdoptsTheLeaseHighWaterMark(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(10) // re-created: empty status
+	tomb := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{fencingv1.TokenAnnotation: "41"}}}
+	d := step(newRenewalTracker(c), c, fl, tomb, []corev1.Pod{pod("a", t0)})
+	if d.granted == nil || d.granted.Token != 42 {
+		t.Fatalf("want token 42 above the tombstone's 41, got %+v", d.granted)
+	}
+	d = step(newRenewalTracker(c), c, newFL(10), tomb, nil)
+	if d.status.FencingToken != 41 {
+		t.Fatalf("status adopts the tombstone even with nobody to grant: %d", d.status.FencingToken)
+	}
+}
+
+func TestSuspendAndDeletion(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	pods := []corev1.Pod{pod("a", t0)}
+	fl := newFL(10)
+	fl.Spec.Suspend = true
+	if d := step(newRenewalTracker(c), c, fl, nil, pods); d.granted != nil || fl.Status.Waiting != 1 {
+		t.Fatalf("suspended: granted %+v, waiting %d", d.granted, fl.Status.Waiting)
+	}
+	fl.Spec.Suspend = false
+	step(newRenewalTracker(c), c, fl, nil, pods)
+	fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	d := step(newRenewalTracker(c), c, fl, nil, pods)
+	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonFencedLeaseDeleted || d.granted != nil {
+		t.Fatalf("deleting: want revoke and no grant, got %+v", d)
+	}
+}
+
+func TestCandidatesSkipPodsThatHadAGeneration(t *testing.T) {
+	finishedPod := pod("finished", t0)
+	finishedPod.Status.Phase = corev1.PodFailed
+	terminating := pod("terminating", t0)
+	terminating.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	revoked := pod("revoked", t0)
+	revoked.Annotations = map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodRevoked), fencingv1.TokenAnnotation: "3"}
+	tokened := pod("tokened", t0)
+	tokened.Annotations = map[string]string{fencingv1.TokenAnnotation: "2"}
+	waiting := pod("waiting", t0)
+	waiting.Annotations = map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)}
+	got := candidates([]corev1.Pod{finishedPod, terminating, revoked, tokened, waiting}, &fencingv1.FencedLeaseStatus{}, "")
+	if len(got) != 1 || got[0].Name != "waiting" {
+		t.Fatalf("candidates = %v", got)
+	}
+}
+
+func TestLastRenewTimeChangesOnlyOnRenewal(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0)}
+	step(tr, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+	c.Step(3 * time.Second)
+	step(tr, c, fl, leaseFor(h, t0.Add(3*time.Second)), pods)
+	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(3 * time.Second)) {
+		t.Fatalf("lastRenewTime = %v, want the observation at +3s", got)
+	}
+	c.Step(2 * time.Second)
+	step(tr, c, fl, leaseFor(h, t0.Add(3*time.Second)), pods)
+	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(3 * time.Second)) {
+		t.Fatalf("lastRenewTime moved without a renewal: %v", got)
+	}
+}

@@ -1,0 +1,164 @@
+package fencedlease_test
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+var ctx = context.Background()
+
+const (
+	timeout = 15 * time.Second
+	poll    = 50 * time.Millisecond
+)
+
+func createFL(ns, name string, duration int32, policy fencingv1.RevocationPolicy) *fencingv1.FencedLease {
+	GinkgoHelper()
+	fl := &fencingv1.FencedLease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: duration, RevocationPolicy: policy},
+	}
+	Expect(k8s.Create(ctx, fl)).To(Succeed())
+	return fl
+}
+
+// createPod creates a candidate as the admission webhook would leave it: labeled,
+// gated, state Waiting.
+func createPod(ns, name, lease string) *corev1.Pod {
+	GinkgoHelper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   ns,
+			Name:        name,
+			Labels:      map[string]string{fencingv1.LeaseLabel: lease},
+			Annotations: map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)},
+		},
+		Spec: corev1.PodSpec{
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: fencingv1.SchedulingGate}},
+			Containers:      []corev1.Container{{Name: "work", Image: "example.invalid/work"}},
+		},
+	}
+	Expect(k8s.Create(ctx, p)).To(Succeed())
+	return p
+}
+
+func getFL(ns, name string) *fencingv1.FencedLease {
+	GinkgoHelper()
+	fl := &fencingv1.FencedLease{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, fl)).To(Succeed())
+	return fl
+}
+
+func getLease(g Gomega, ns, name string) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{}
+	g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, l)).To(Succeed())
+	return l
+}
+
+func getPod(g Gomega, ns, name string) *corev1.Pod {
+	p := &corev1.Pod{}
+	g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+	return p
+}
+
+func podGone(ns, name string) bool {
+	err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.Pod{})
+	return apierrors.IsNotFound(err)
+}
+
+// expectHolder waits until status, Lease and pod all agree that pod holds token, and
+// returns the agreed FencedLease.
+func expectHolder(ns, name, pod string, token int64) *fencingv1.FencedLease {
+	GinkgoHelper()
+	var fl *fencingv1.FencedLease
+	Eventually(func(g Gomega) {
+		fl = &fencingv1.FencedLease{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, fl)).To(Succeed())
+		g.Expect(fl.Status.Holder).NotTo(BeNil())
+		g.Expect(fl.Status.Holder.PodName).To(Equal(pod))
+		g.Expect(fl.Status.Holder.Token).To(Equal(token))
+		g.Expect(fl.Status.FencingToken).To(Equal(token))
+
+		l := getLease(g, ns, name)
+		g.Expect(l.Spec.HolderIdentity).To(HaveValue(Equal(pod)))
+		g.Expect(l.Annotations).To(HaveKeyWithValue(fencingv1.TokenAnnotation, strconv.FormatInt(token, 10)))
+		g.Expect(l.Annotations).To(HaveKeyWithValue(fencingv1.HolderUIDAnnotation, string(fl.Status.Holder.PodUID)))
+		g.Expect(l.Labels).To(HaveKeyWithValue(fencingv1.LeaseLabel, name))
+
+		p := getPod(g, ns, pod)
+		g.Expect(p.UID).To(Equal(fl.Status.Holder.PodUID))
+		g.Expect(p.Annotations).To(HaveKeyWithValue(fencingv1.TokenAnnotation, strconv.FormatInt(token, 10)))
+		g.Expect(p.Annotations).To(HaveKeyWithValue(fencingv1.StateAnnotation, string(fencingv1.PodHolding)))
+		g.Expect(p.Spec.SchedulingGates).To(BeEmpty())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return fl
+}
+
+// expectWaiting asserts a pod was never granted: still gated, state Waiting, no token.
+func expectWaiting(g Gomega, ns, pod string) {
+	p := getPod(g, ns, pod)
+	g.Expect(p.Annotations).NotTo(HaveKey(fencingv1.TokenAnnotation))
+	g.Expect(p.Annotations).To(HaveKeyWithValue(fencingv1.StateAnnotation, string(fencingv1.PodWaiting)))
+	g.Expect(p.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate}))
+}
+
+// renew does what a holder does: bump renewTime with the resourceVersion it read.
+// It returns the time of the write, taken before the write was sent.
+func renew(ns, name string) time.Time {
+	GinkgoHelper()
+	l := &coordinationv1.Lease{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, l)).To(Succeed())
+	at := time.Now()
+	l.Spec.RenewTime = &metav1.MicroTime{Time: at}
+	Expect(k8s.Update(ctx, l)).To(Succeed())
+	return at
+}
+
+// keepRenewing renews every interval until the returned stop is called; it plays the
+// holder's part, it does not wait for the controller.
+func keepRenewing(ns, name string, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(stopped)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				renew(ns, name)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+func setPhase(ns, name string, phase corev1.PodPhase) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		p := getPod(g, ns, name)
+		p.Status.Phase = phase
+		g.Expect(k8s.Status().Update(ctx, p)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+}
+
+func deletePod(ns, name string) {
+	GinkgoHelper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	Expect(k8s.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
+}

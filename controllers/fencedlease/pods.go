@@ -1,0 +1,78 @@
+package fencedlease
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// candidates are the pods that may be granted next, oldest first (ties by name). A pod
+// that ever held a token, or was released or revoked, never gets a second grant: one
+// pod, one generation. ended names a grant that ended in this decision, before its pod
+// could be marked.
+func candidates(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus, ended types.UID) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.UID == ended || (st.Holder != nil && p.UID == st.Holder.PodUID) ||
+			(st.LastRevocation != nil && p.UID == st.LastRevocation.PodUID) {
+			continue
+		}
+		if p.DeletionTimestamp != nil || finished(p) {
+			continue
+		}
+		if _, has := p.Annotations[fencingv1.TokenAnnotation]; has {
+			continue
+		}
+		if s := podState(p); s == fencingv1.PodReleased || s == fencingv1.PodRevoked || s == fencingv1.PodHolding {
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func podState(p *corev1.Pod) fencingv1.PodState {
+	return fencingv1.PodState(p.Annotations[fencingv1.StateAnnotation])
+}
+
+func findPod(pods []corev1.Pod, name string) *corev1.Pod {
+	for i := range pods {
+		if pods[i].Name == name {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
+func hasGate(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == fencingv1.SchedulingGate
+	})
+}
+
+// parseToken reads a token annotation; a missing or malformed one counts as 0.
+func parseToken(annotations map[string]string) int64 {
+	v, err := strconv.ParseInt(annotations[fencingv1.TokenAnnotation], 10, 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+func formatToken(t int64) string { return strconv.FormatInt(t, 10) }

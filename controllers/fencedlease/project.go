@@ -1,0 +1,153 @@
+package fencedlease
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// syncLease makes the Lease show the status: the holder (grant step 2) or no holder, and
+// always the high-water token, so the Lease outlives the FencedLease as its tombstone.
+// Writes carry the resourceVersion that was read.
+func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, last renewal) error {
+	st := &fl.Status
+	if lease == nil {
+		if st.Holder == nil && st.FencingToken == 0 {
+			return nil
+		}
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fl.Namespace, Name: fl.Name}}
+	}
+	want := lease.DeepCopy()
+	if want.Labels == nil {
+		want.Labels = map[string]string{}
+	}
+	if want.Annotations == nil {
+		want.Annotations = map[string]string{}
+	}
+	want.Labels[fencingv1.LeaseLabel] = fl.Name
+	tokenChanges := parseToken(lease.Annotations) != st.FencingToken
+	want.Annotations[fencingv1.TokenAnnotation] = formatToken(st.FencingToken)
+
+	if h := st.Holder; h != nil {
+		want.Spec.HolderIdentity = ptr.To(h.PodName)
+		want.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
+		want.Spec.LeaseDurationSeconds = ptr.To(fl.Spec.LeaseDurationSeconds)
+		if !leaseShows(lease, h) {
+			// Grant step 2, or a repair after someone else rewrote this grant's Lease. The
+			// renewTime goes back to the last one seen for this grant, so a repair never
+			// counts as the holder's renewal.
+			want.Spec.AcquireTime = h.AcquireTime.DeepCopy()
+			want.Spec.RenewTime = h.AcquireTime.DeepCopy()
+			if last.uid == h.PodUID && last.token == h.Token && last.renewTime != nil {
+				want.Spec.RenewTime = last.renewTime.DeepCopy()
+			}
+		}
+		if tokenChanges {
+			want.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+		}
+	} else {
+		want.Spec.HolderIdentity = nil
+		delete(want.Annotations, fencingv1.HolderUIDAnnotation)
+	}
+
+	if lease.ResourceVersion == "" {
+		return r.Create(ctx, want)
+	}
+	if equality.Semantic.DeepEqual(lease, want) {
+		return nil
+	}
+	return r.Update(ctx, want)
+}
+
+// syncPods makes the pods show the status: a former holder is marked Revoked or
+// Released (and a revoked one deleted under DeletePod), then the holder gets its token,
+// state Holding, and loses the scheduling gate (grant step 3) so it can start. Demotions
+// come first, so no two pods are ever marked Holding at once.
+func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
+	st := &fl.Status
+	var holder *corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if st.Holder != nil && p.UID == st.Holder.PodUID {
+			holder = p
+			continue
+		}
+		if err := r.demote(ctx, fl, p); err != nil {
+			return err
+		}
+	}
+	if holder == nil || holder.DeletionTimestamp != nil {
+		return nil
+	}
+	return r.patchPod(ctx, holder, func(p *corev1.Pod) {
+		setAnnotation(p, fencingv1.TokenAnnotation, formatToken(st.Holder.Token))
+		setAnnotation(p, fencingv1.StateAnnotation, string(fencingv1.PodHolding))
+		p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
+	})
+}
+
+// demote finishes the end of a grant on a pod that no longer holds one: the last revoked
+// pod is marked Revoked whatever it showed (its grant may have ended before step 3), any
+// other pod still marked Holding is marked Released.
+func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
+	next := podState(p)
+	if rv := fl.Status.LastRevocation; rv != nil && rv.PodUID == p.UID {
+		next = fencingv1.PodRevoked
+	} else if next == fencingv1.PodHolding {
+		next = fencingv1.PodReleased
+	}
+	if next != podState(p) {
+		if err := r.patchPod(ctx, p, func(p *corev1.Pod) {
+			setAnnotation(p, fencingv1.StateAnnotation, string(next))
+		}); err != nil {
+			return err
+		}
+	}
+	if podState(p) == fencingv1.PodRevoked && fl.Spec.RevocationPolicy != fencingv1.KeepPodPolicy && p.DeletionTimestamp == nil {
+		err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting revoked pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// patchPod applies mutate with an optimistic lock, and skips the write when it changes
+// nothing. p is updated in place to what the server returned.
+func (r *Reconciler) patchPod(ctx context.Context, p *corev1.Pod, mutate func(*corev1.Pod)) error {
+	before := p.DeepCopy()
+	mutate(p)
+	if equality.Semantic.DeepEqual(before, p) {
+		return nil
+	}
+	if err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating pod %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+func setAnnotation(p *corev1.Pod, k, v string) {
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[k] = v
+}
+
+func withoutGate(gates []corev1.PodSchedulingGate) []corev1.PodSchedulingGate {
+	var out []corev1.PodSchedulingGate
+	for _, g := range gates {
+		if g.Name != fencingv1.SchedulingGate {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -1,0 +1,46 @@
+package fencedlease
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+func TestSetHeldCondition(t *testing.T) {
+	holder := &fencingv1.Holder{PodName: "a", PodUID: "u", Token: 7}
+	cases := []struct {
+		name     string
+		holder   *fencingv1.Holder
+		suspend  bool
+		deleting bool
+		status   metav1.ConditionStatus
+		reason   string
+		message  string
+	}{
+		{"held", holder, false, false, metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 7"},
+		{"held while suspended", holder, true, false, metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 7"},
+		{"suspended", nil, true, false, metav1.ConditionFalse, fencingv1.ReasonSuspended, "spec.suspend is true; 2 pod(s) waiting"},
+		{"deleting", nil, true, true, metav1.ConditionFalse, fencingv1.ReasonDeleting, "the FencedLease is being deleted; no new grants"},
+		{"nobody", nil, false, false, metav1.ConditionFalse, fencingv1.ReasonNoCandidates,
+			"no pod labeled fencing.fencedlease.io/lease=invoices is waiting in this namespace"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fl := newFL(10)
+			fl.Spec.Suspend = tc.suspend
+			if tc.deleting {
+				fl.DeletionTimestamp = ptr.To(metav1.Now())
+			}
+			st := &fencingv1.FencedLeaseStatus{Holder: tc.holder, Waiting: 2}
+			setHeldCondition(st, fl)
+			c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld)
+			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message || c.ObservedGeneration != 1 {
+				t.Fatalf("got %+v", c)
+			}
+		})
+	}
+}

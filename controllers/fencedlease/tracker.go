@@ -1,0 +1,63 @@
+package fencedlease
+
+import (
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// renewalTracker remembers, per FencedLease, when this process last saw the holder's
+// renewal change. Times come from the injected clock, so they carry a monotonic reading
+// and wall-clock steps do not move a deadline.
+type renewalTracker struct {
+	clock clock.PassiveClock
+
+	mu   sync.Mutex
+	seen map[types.NamespacedName]renewal
+}
+
+type renewal struct {
+	uid   types.UID
+	token int64
+	// renewTime is the Lease's renewTime as the holder wrote it: compared for change
+	// only, never against this process's clock.
+	renewTime  *metav1.MicroTime
+	observedAt time.Time
+}
+
+func newRenewalTracker(c clock.PassiveClock) *renewalTracker {
+	return &renewalTracker{clock: c, seen: map[types.NamespacedName]renewal{}}
+}
+
+// observe returns when this process last saw a renewal of grant (uid, token). A
+// renewTime different from the last one seen counts as a renewal now; the first look
+// at a grant counts as one too, which gives every holder a full duration after a restart.
+// A nil renewTime means the Lease does not currently show the grant: that is never a
+// renewal, but it still starts the clock for a grant seen for the first time.
+func (t *renewalTracker) observe(key types.NamespacedName, uid types.UID, token int64, renewTime *metav1.MicroTime) renewal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last, ok := t.seen[key]
+	sameGrant := ok && last.uid == uid && last.token == token
+	switch {
+	case !sameGrant:
+		last = renewal{uid: uid, token: token, renewTime: renewTime, observedAt: t.clock.Now()}
+	case renewTime != nil && !renewTime.Equal(last.renewTime):
+		last.renewTime = renewTime
+		last.observedAt = t.clock.Now()
+	default:
+		return last
+	}
+	t.seen[key] = last
+	return last
+}
+
+// forget drops what is known of a FencedLease that is gone.
+func (t *renewalTracker) forget(key types.NamespacedName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.seen, key)
+}
