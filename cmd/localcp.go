@@ -52,7 +52,7 @@ func startLocalControlPlane(ctx context.Context, assets, kubeconfig string) (*re
 	abs, _ := filepath.Abs(kubeconfig)
 	fmt.Fprintf(os.Stderr, "\nfencedlease: embedded control plane at %s\n"+
 		"  in another shell:  export KUBECONFIG=%s\n"+
-		"                     kubectl apply -f config/samples/ && kubectl get fl\n"+
+		"                     kubectl apply -k config/samples && kubectl get fl\n"+
 		"  (no kubelet here: pods stay Pending; the controller still grants, renews and revokes)\n"+
 		"  Ctrl-C stops the operator and the control plane.\n\n", cfg.Host, abs)
 	return cfg, nil

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -106,13 +107,27 @@ func restConfig(ctx context.Context, o options) (*rest.Config, error) {
 	case "never":
 		return ctrl.GetConfig()
 	case "auto":
-		if cfg, err := ctrl.GetConfig(); err == nil {
-			return cfg, nil
+		if clusterConfigured() {
+			return ctrl.GetConfig()
 		}
-		fmt.Fprintln(os.Stderr, "fencedlease: no cluster configured (KUBECONFIG, ~/.kube/config, in-cluster); starting an embedded control plane")
+		fmt.Fprintln(os.Stderr, "fencedlease: no cluster configured (no KUBECONFIG, ~/.kube/config or in-cluster service); starting an embedded control plane")
 		return startLocalControlPlane(ctx, o.localAssets, o.localKubeconfig)
 	case "always":
 		return startLocalControlPlane(ctx, o.localAssets, o.localKubeconfig)
 	}
 	return nil, errors.New("--local-control-plane must be never, always or auto")
+}
+
+// clusterConfigured tells whether ctrl.GetConfig has anything to find, without its
+// error log when there is nothing.
+func clusterConfigured() bool {
+	if os.Getenv("KUBECONFIG") != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return true
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(home, ".kube", "config"))
+	return err == nil
 }

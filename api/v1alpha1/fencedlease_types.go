@@ -107,7 +107,7 @@ type FencedLeaseStatus struct {
 	// decreases, also across deletion and re-creation of the FencedLease.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	FencingToken int64 `json:"fencingToken,omitempty"`
+	FencingToken int64 `json:"fencingToken"`
 
 	// Holder is the pod that holds the grant, if any.
 	// +optional
@@ -116,17 +116,17 @@ type FencedLeaseStatus struct {
 	// Waiting is the number of candidate pods waiting for a grant.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Waiting int32 `json:"waiting,omitempty"`
+	Waiting int32 `json:"waiting"`
 
 	// Transitions counts grants.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Transitions int64 `json:"transitions,omitempty"`
+	Transitions int64 `json:"transitions"`
 
 	// Revocations counts revoked grants.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Revocations int64 `json:"revocations,omitempty"`
+	Revocations int64 `json:"revocations"`
 
 	// LastRevocation is the most recent revocation.
 	// +optional

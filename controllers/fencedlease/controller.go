@@ -3,6 +3,7 @@ package fencedlease
 import (
 	"context"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,8 +44,22 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile observes, decides the next status, writes it once, then makes the Lease and
-// the pods follow it.
+// the pods follow it. A write that lost an optimistic-concurrency race, or hit an object
+// the cache did not yet know was gone, is retried from a fresh observation; that is
+// routine, not an error to report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		logf.FromContext(ctx).V(1).Info("stale read, retrying", "error", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+// conflictRetry is short: the newer object is usually already on its way to the cache.
+const conflictRetry = 20 * time.Millisecond
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fl := &fencingv1.FencedLease{}
 	if err := r.Get(ctx, req.NamespacedName, fl); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,9 +16,11 @@ import (
 
 var _ = Describe("Expiry and revocation", func() {
 	var ns string
+	var reg *prometheus.Registry
 	BeforeEach(func() {
 		ns = newNamespace()
-		startController(ns, controllerOpts{id: "ctrl"})
+		reg = prometheus.NewRegistry()
+		startController(ns, controllerOpts{id: "ctrl", registry: reg})
 	})
 
 	// The stale-holder timeline: A holds token N and stops renewing (a pause, a crash, a
@@ -49,6 +52,12 @@ var _ = Describe("Expiry and revocation", func() {
 			Expect(late).To(BeNumerically(">=", duration), "revoked before the lease duration had passed")
 			Expect(late).To(BeNumerically("<", duration+time.Second), "revoked long after expiry")
 			GinkgoWriter.Printf("renewal→revocation: %v (duration %v)\n", late, duration)
+			series := map[string]string{"namespace": ns, "name": "invoices"}
+			Expect(metric(reg, "fencedlease_revocations_total", map[string]string{"namespace": ns, "reason": "LeaseExpired"})).To(BeEquivalentTo(1))
+			Expect(metric(reg, "fencedlease_revocation_lateness_seconds", series)).To(BeEquivalentTo(1))
+			Expect(metric(reg, "fencedlease_grants_total", series)).To(BeEquivalentTo(2))
+			Expect(metric(reg, "fencedlease_grant_wait_seconds", series)).To(BeEquivalentTo(2))
+			Expect(metric(reg, "fencedlease_fencing_token", series)).To(BeEquivalentTo(2))
 
 			if policy == fencingv1.DeletePodPolicy {
 				Eventually(func() bool { return podGone(ns, "a") }).WithTimeout(timeout).WithPolling(poll).Should(BeTrue())

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -84,6 +85,8 @@ func assetsDir() string {
 type controllerOpts struct {
 	leaderElection bool
 	id             string
+	// registry receives the controller's metrics when set.
+	registry *prometheus.Registry
 }
 
 // startController runs a controller manager that sees only namespace ns, as a separate
@@ -112,6 +115,9 @@ func startController(ns string, o controllerOpts) (ctrl.Manager, func()) {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("fencedlease-controller"),
 		Clock:     clock.RealClock{},
+	}
+	if o.registry != nil {
+		r.Metrics = fencedlease.NewMetrics(o.registry)
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 

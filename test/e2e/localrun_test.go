@@ -1,0 +1,154 @@
+// Package e2e runs the fencedlease binary as a user would.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// TestLocalRun is `make run` on a machine with no cluster: the binary starts its own
+// control plane, prints where it is, and grants the sample pod token 1.
+func TestLocalRun(t *testing.T) {
+	root := repoRoot(t)
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		matches, _ := filepath.Glob(filepath.Join(root, "bin", "k8s", "*"))
+		if len(matches) == 0 {
+			t.Fatal("no control plane binaries: run 'make envtest' (or 'make test')")
+		}
+		assets = matches[len(matches)-1]
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "fencedlease")
+	build := exec.Command("go", "build", "-o", bin, "./cmd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	kubeconfig := filepath.Join(dir, "local.kubeconfig")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "--local-control-plane=auto", "--leader-elect=false",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--local-control-plane-assets="+assets, "--local-kubeconfig="+kubeconfig)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", "HOME="+dir)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var c client.Client
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		raw, err := os.ReadFile(kubeconfig)
+		if err != nil {
+			return false, nil
+		}
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
+		if err != nil {
+			return false, err
+		}
+		c, err = client.New(cfg, client.Options{})
+		return err == nil, err
+	}); err != nil {
+		t.Fatalf("no kubeconfig written: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "export KUBECONFIG="+kubeconfig) {
+		t.Errorf("the binary did not tell how to reach its control plane:\n%s", stderr.String())
+	}
+
+	for _, obj := range samples(t, filepath.Join(root, "config", "samples")) {
+		obj.SetNamespace("default")
+		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			return c.Create(ctx, obj) == nil, nil // the CRD may still be settling
+		}); err != nil {
+			t.Fatalf("creating sample %s: %v", obj.GetName(), err)
+		}
+	}
+
+	fl := &unstructured.Unstructured{}
+	fl.SetAPIVersion("fencing.fencedlease.io/v1alpha1")
+	fl.SetKind("FencedLease")
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "invoices-tenant-7"}, fl); err != nil {
+			return false, nil
+		}
+		holder, _, _ := unstructured.NestedString(fl.Object, "status", "holder", "podName")
+		token, _, _ := unstructured.NestedInt64(fl.Object, "status", "fencingToken")
+		return holder == "invoice-run-1" && token == 1, nil
+	}); err != nil {
+		t.Fatalf("sample pod not granted token 1: %v\nstatus: %v\n%s", err, fl.Object["status"], stderr.String())
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGINT: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("still running 30s after SIGINT")
+	}
+}
+
+// samples reads every object in config/samples except the kustomization.
+func samples(t *testing.T, dir string) []*unstructured.Unstructured {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(raw), "\n---\n") {
+			obj := map[string]any{}
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(obj) > 0 {
+				out = append(out, &unstructured.Unstructured{Object: obj})
+			}
+		}
+	}
+	return out
+}
+
+func repoRoot(t *testing.T) string {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
