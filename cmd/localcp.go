@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,15 +12,15 @@ import (
 )
 
 // startLocalControlPlane runs kube-apiserver and etcd from assets (no kubelet, scheduler
-// or garbage collector), installs the CRDs, writes an admin kubeconfig and stops the
-// control plane when ctx ends.
-func startLocalControlPlane(ctx context.Context, assets, kubeconfig string) (*rest.Config, error) {
+// or garbage collector), installs the CRDs and writes an admin kubeconfig. The caller
+// must call stop before exiting, or the two processes outlive it.
+func startLocalControlPlane(assets, kubeconfig string) (*rest.Config, func(), error) {
 	if assets == "" {
-		return nil, fmt.Errorf("the embedded control plane needs kube-apiserver and etcd: run 'make envtest' and pass --local-control-plane-assets (or KUBEBUILDER_ASSETS)")
+		return nil, nil, fmt.Errorf("the embedded control plane needs kube-apiserver and etcd: run 'make envtest' and pass --local-control-plane-assets (or KUBEBUILDER_ASSETS)")
 	}
 	crds, err := crd.Objects()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
@@ -29,25 +28,16 @@ func startLocalControlPlane(ctx context.Context, assets, kubeconfig string) (*re
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting embedded control plane from %s: %w", assets, err)
+		return nil, nil, fmt.Errorf("starting embedded control plane from %s: %w", assets, err)
 	}
-	go func() {
-		<-ctx.Done()
-		_ = env.Stop()
-	}()
-	user, err := env.AddUser(envtest.User{Name: "local-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return nil, err
+	stop := func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "fencedlease: stopping embedded control plane:", err)
+		}
 	}
-	raw, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(kubeconfig), 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(kubeconfig, raw, 0o600); err != nil {
-		return nil, err
+	if err := writeKubeconfig(env, kubeconfig); err != nil {
+		stop()
+		return nil, nil, err
 	}
 	abs, _ := filepath.Abs(kubeconfig)
 	fmt.Fprintf(os.Stderr, "\nfencedlease: embedded control plane at %s\n"+
@@ -55,5 +45,20 @@ func startLocalControlPlane(ctx context.Context, assets, kubeconfig string) (*re
 		"                     kubectl apply -k config/samples && kubectl get fl\n"+
 		"  (no kubelet here: pods stay Pending; the controller still grants, renews and revokes)\n"+
 		"  Ctrl-C stops the operator and the control plane.\n\n", cfg.Host, abs)
-	return cfg, nil
+	return cfg, stop, nil
+}
+
+func writeKubeconfig(env *envtest.Environment, path string) error {
+	user, err := env.AddUser(envtest.User{Name: "local-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o600)
 }

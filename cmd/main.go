@@ -2,7 +2,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -59,10 +58,11 @@ func run() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	ctx := ctrl.SetupSignalHandler()
-	cfg, err := restConfig(ctx, o)
+	cfg, stopLocal, err := restConfig(o)
 	if err != nil {
 		return err
 	}
+	defer stopLocal()
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -101,21 +101,27 @@ func run() error {
 	return mgr.Start(ctx)
 }
 
-// restConfig finds the cluster, or starts the embedded control plane when asked to.
-func restConfig(ctx context.Context, o options) (*rest.Config, error) {
+// restConfig finds the cluster, or starts the embedded control plane when asked to; the
+// returned stop ends that control plane (a no-op for a real cluster).
+func restConfig(o options) (*rest.Config, func(), error) {
+	local := false
 	switch o.localControlPlane {
 	case "never":
-		return ctrl.GetConfig()
 	case "auto":
-		if clusterConfigured() {
-			return ctrl.GetConfig()
+		local = !clusterConfigured()
+		if local {
+			fmt.Fprintln(os.Stderr, "fencedlease: no cluster configured (no KUBECONFIG, ~/.kube/config or in-cluster service); starting an embedded control plane")
 		}
-		fmt.Fprintln(os.Stderr, "fencedlease: no cluster configured (no KUBECONFIG, ~/.kube/config or in-cluster service); starting an embedded control plane")
-		return startLocalControlPlane(ctx, o.localAssets, o.localKubeconfig)
 	case "always":
-		return startLocalControlPlane(ctx, o.localAssets, o.localKubeconfig)
+		local = true
+	default:
+		return nil, nil, errors.New("--local-control-plane must be never, always or auto")
 	}
-	return nil, errors.New("--local-control-plane must be never, always or auto")
+	if local {
+		return startLocalControlPlane(o.localAssets, o.localKubeconfig)
+	}
+	cfg, err := ctrl.GetConfig()
+	return cfg, func() {}, err
 }
 
 // clusterConfigured tells whether ctrl.GetConfig has anything to find, without its

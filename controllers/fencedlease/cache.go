@@ -20,7 +20,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	}
 	labeled := labels.NewSelector().Add(*req)
 	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}:            {Label: labeled},
+		&corev1.Pod{}:           {Label: labeled},
 		&coordinationv1.Lease{}: {Label: labeled},
 	}
 }

@@ -31,12 +31,12 @@ type world struct {
 
 // decision is the next status and what changed on the way there.
 type decision struct {
-	status   fencingv1.FencedLeaseStatus
-	granted  *fencingv1.Holder
+	status  fencingv1.FencedLeaseStatus
+	granted *fencingv1.Holder
 	// grantedPodCreated is when the granted pod was created, for the wait-time metric.
 	grantedPodCreated time.Time
-	revoked  *fencingv1.Revocation
-	released *release
+	revoked           *fencingv1.Revocation
+	released          *release
 	// lateness is how long after the exact expiry a revocation was decided.
 	lateness time.Duration
 	// requeueAfter is the time left on the current grant; zero when none.

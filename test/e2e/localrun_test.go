@@ -4,6 +4,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,7 @@ func TestLocalRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var c client.Client
+	var host string // the embedded API server, https://127.0.0.1:PORT
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		raw, err := os.ReadFile(kubeconfig)
 		if err != nil {
@@ -72,6 +74,7 @@ func TestLocalRun(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
+		host = cfg.Host
 		c, err = client.New(cfg, client.Options{})
 		return err == nil, err
 	}); err != nil {
@@ -114,6 +117,15 @@ func TestLocalRun(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("still running 30s after SIGINT")
+	}
+	// The embedded kube-apiserver must not outlive the operator.
+	u, err := url.Parse(host)
+	if err != nil || u.Port() == "" {
+		t.Fatalf("API server address %q has no port", host)
+	}
+	port := u.Port()
+	if out, err := exec.Command("pgrep", "-f", "kube-apiserver.*--secure-port="+port).Output(); err == nil {
+		t.Fatalf("kube-apiserver (pid %s) still running after the operator exited", strings.TrimSpace(string(out)))
 	}
 }
 
