@@ -11,8 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/config/crd"
 )
 
 var _ = Describe("Controller restart and failover", func() {
@@ -70,6 +72,68 @@ var _ = Describe("Controller restart and failover", func() {
 			expectWaiting(g, ns, "b")
 		}).WithTimeout(time.Second).WithPolling(poll).Should(Succeed())
 		Expect(getLease(Default, ns, "invoices").Spec.LeaseTransitions).To(HaveValue(BeEquivalentTo(1)))
+	})
+
+	It("continues the token sequence across an API server restart", func() {
+		By("starting a control plane of this spec's own, whose serving certificate survives a restart")
+		crds, err := crd.Objects()
+		Expect(err).NotTo(HaveOccurred())
+		env := &envtest.Environment{
+			CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
+			BinaryAssetsDirectory: assetsDir(),
+		}
+		env.ControlPlane.GetAPIServer().CertDir = GinkgoT().TempDir()
+		// Close open watches at once on shutdown instead of waiting for them to drain.
+		env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")
+		ownCfg, err := env.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		own, err := client.New(ownCfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restart"}}
+		Expect(own.Create(ctx, nsObj)).To(Succeed())
+		startControllerOn(ownCfg, "restart", controllerOpts{id: "ctrl"})
+		Expect(own.Create(ctx, &fencingv1.FencedLease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "restart", Name: "invoices"},
+		})).To(Succeed())
+		for _, name := range []string{"p1", "p2"} {
+			Expect(own.Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "restart", Name: name, Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work"}}},
+			})).To(Succeed())
+		}
+		holder := func(g Gomega) (string, int64) {
+			fl := &fencingv1.FencedLease{}
+			g.Expect(own.Get(ctx, client.ObjectKey{Namespace: "restart", Name: "invoices"}, fl)).To(Succeed())
+			g.Expect(fl.Status.Holder).NotTo(BeNil())
+			return fl.Status.Holder.PodName, fl.Status.FencingToken
+		}
+		Eventually(func(g Gomega) {
+			name, token := holder(g)
+			g.Expect(name).To(Equal("p1"))
+			g.Expect(token).To(BeEquivalentTo(1))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		By("restarting the API server")
+		apiServer := env.ControlPlane.GetAPIServer()
+		began := time.Now()
+		Expect(apiServer.Stop()).To(Succeed())
+		GinkgoWriter.Printf("api server stopped in %v\n", time.Since(began))
+		Expect(apiServer.Start()).To(Succeed())
+
+		By("releasing p1: the controller reconnects and grants p2 the next token")
+		Eventually(func(g Gomega) {
+			p := &corev1.Pod{}
+			g.Expect(own.Get(ctx, client.ObjectKey{Namespace: "restart", Name: "p1"}, p)).To(Succeed())
+			p.Status.Phase = corev1.PodSucceeded
+			g.Expect(own.Status().Update(ctx, p)).To(Succeed())
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		Eventually(func(g Gomega) {
+			name, token := holder(g)
+			g.Expect(name).To(Equal("p2"))
+			g.Expect(token).To(BeEquivalentTo(2))
+		}).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 	})
 
 	It("keeps tokens strictly increasing and one pod granted at a time when the leader dies mid-flight", func() {

@@ -94,6 +94,12 @@ type controllerOpts struct {
 // Stopping without releasing leadership is how a crash looks to the others.
 func startController(ns string, o controllerOpts) (ctrl.Manager, func()) {
 	GinkgoHelper()
+	return startControllerOn(cfg, ns, o)
+}
+
+// startControllerOn is startController against another API server.
+func startControllerOn(cfg *rest.Config, ns string, o controllerOpts) (ctrl.Manager, func()) {
+	GinkgoHelper()
 	byObject := fencedlease.CacheByObject()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,

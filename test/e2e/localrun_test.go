@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestLocalRun(t *testing.T) {
 	}
 
 	kubeconfig := filepath.Join(dir, "local.kubeconfig")
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	cmd := exec.Command(bin, "--local-control-plane=auto", "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--local-control-plane-assets="+assets, "--local-kubeconfig="+kubeconfig)
@@ -163,4 +164,22 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// lockedBuffer collects the child's stderr while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
