@@ -33,3 +33,22 @@ const (
 	PodReleased PodState = "Released"
 	PodRevoked  PodState = "Revoked"
 )
+
+// Names the admission webhook injects into candidate pods.
+const (
+	// AgentAnnotation "true" on a pod asks for the renewal agent as a native sidecar.
+	AgentAnnotation = "fencing.fencedlease.io/agent"
+
+	EnvToken          = "FENCING_TOKEN"
+	EnvLeaseName      = "FENCING_LEASE_NAME"
+	EnvLeaseNamespace = "FENCING_LEASE_NAMESPACE"
+	EnvHolderIdentity = "FENCING_HOLDER_IDENTITY"
+
+	// VolumeName is the downward API volume with files token and state, mounted at
+	// VolumeMountPath; the files follow the annotations live.
+	VolumeName      = "fencing"
+	VolumeMountPath = "/etc/fencing"
+
+	// AgentContainerName is the injected renewal sidecar.
+	AgentContainerName = "fencing-agent"
+)

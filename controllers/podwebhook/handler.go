@@ -1,0 +1,68 @@
+package podwebhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// Path is where the webhook is served.
+const Path = "/mutate-v1-pod"
+
+// +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases,verbs=get;list;watch
+
+// Handler admits candidate pods.
+type Handler struct {
+	// Reader finds the FencedLease a pod names; uncached, so a FencedLease created a
+	// moment ago is found.
+	Reader     client.Reader
+	Decoder    admission.Decoder
+	AgentImage string
+}
+
+// Register serves the handler on srv.
+func (h *Handler) Register(srv webhook.Server) {
+	srv.Register(Path, &webhook.Admission{Handler: h})
+}
+
+// Handle mutates a pod on CREATE, or denies it with a message a user can act on.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	pod := &corev1.Pod{}
+	if err := h.Decoder.Decode(req, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	lease, ok := pod.Labels[fencingv1.LeaseLabel]
+	if !ok {
+		return admission.Allowed("not a candidate")
+	}
+	if lease == "" {
+		return admission.Denied(fmt.Sprintf("label %s must name a FencedLease in this namespace", fencingv1.LeaseLabel))
+	}
+	ns := req.Namespace
+	err := h.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: lease}, &fencingv1.FencedLease{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return admission.Denied(fmt.Sprintf("label %s names FencedLease %q, which does not exist in namespace %q: create it first, or fix the label",
+			fencingv1.LeaseLabel, lease, ns))
+	case err != nil:
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("looking up FencedLease %q: %w", lease, err))
+	}
+	if err := mutate(pod, lease, h.AgentImage); err != nil {
+		return admission.Denied(err.Error())
+	}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}

@@ -1,0 +1,154 @@
+// Package podwebhook is the mutating admission webhook for candidate pods: it gates them,
+// injects the fencing env and volume (and on request the renewal agent), and refuses pods
+// that name no FencedLease or try to bring their own authority.
+package podwebhook
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// mutate makes pod a candidate of lease. It is idempotent: a pod it already mutated
+// comes out unchanged. agentImage is the image of the renewal sidecar.
+func mutate(pod *corev1.Pod, lease, agentImage string) error {
+	if _, has := pod.Annotations[fencingv1.TokenAnnotation]; has {
+		return fmt.Errorf("pods may not set annotation %s: only the operator grants tokens", fencingv1.TokenAnnotation)
+	}
+	if s, has := pod.Annotations[fencingv1.StateAnnotation]; has && s != string(fencingv1.PodWaiting) {
+		return fmt.Errorf("pods may not set annotation %s to %q: only the operator moves a pod past %s",
+			fencingv1.StateAnnotation, s, fencingv1.PodWaiting)
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[fencingv1.StateAnnotation] = string(fencingv1.PodWaiting)
+
+	if !hasGate(pod) {
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate})
+	}
+	if err := ensureVolume(pod); err != nil {
+		return err
+	}
+	if pod.Annotations[fencingv1.AgentAnnotation] == "true" && findContainer(pod.Spec.InitContainers, fencingv1.AgentContainerName) < 0 {
+		pod.Spec.InitContainers = append([]corev1.Container{agentContainer(agentImage)}, pod.Spec.InitContainers...)
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if err := inject(&list[i], lease); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fencingEnv is what every container gets: the token from the pod's own annotation, so
+// it resolves when the containers start, which the gate holds back until the grant.
+func fencingEnv(lease string) []corev1.EnvVar {
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+	}
+	return []corev1.EnvVar{
+		{Name: fencingv1.EnvToken, ValueFrom: field("metadata.annotations['" + fencingv1.TokenAnnotation + "']")},
+		{Name: fencingv1.EnvLeaseName, Value: lease},
+		{Name: fencingv1.EnvLeaseNamespace, ValueFrom: field("metadata.namespace")},
+		{Name: fencingv1.EnvHolderIdentity, ValueFrom: field("metadata.name")},
+	}
+}
+
+func inject(c *corev1.Container, lease string) error {
+	for _, want := range fencingEnv(lease) {
+		i := findEnv(c.Env, want.Name)
+		if i < 0 {
+			c.Env = append(c.Env, want)
+			continue
+		}
+		if !equality.Semantic.DeepEqual(c.Env[i], want) {
+			return fmt.Errorf("container %q already sets %s to something else; remove it: the operator injects it", c.Name, want.Name)
+		}
+	}
+	mount := corev1.VolumeMount{Name: fencingv1.VolumeName, MountPath: fencingv1.VolumeMountPath, ReadOnly: true}
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == fencingv1.VolumeMountPath || m.Name == fencingv1.VolumeName {
+			if !equality.Semantic.DeepEqual(m, mount) {
+				return fmt.Errorf("container %q already mounts %s or volume %q; remove it: the operator mounts the fencing files there",
+					c.Name, fencingv1.VolumeMountPath, fencingv1.VolumeName)
+			}
+			return nil
+		}
+	}
+	c.VolumeMounts = append(c.VolumeMounts, mount)
+	return nil
+}
+
+func ensureVolume(pod *corev1.Pod) error {
+	file := func(name, annotation string) corev1.DownwardAPIVolumeFile {
+		return corev1.DownwardAPIVolumeFile{Path: name, FieldRef: &corev1.ObjectFieldSelector{
+			APIVersion: "v1", FieldPath: "metadata.annotations['" + annotation + "']",
+		}}
+	}
+	want := corev1.Volume{Name: fencingv1.VolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+		Items:       []corev1.DownwardAPIVolumeFile{file("token", fencingv1.TokenAnnotation), file("state", fencingv1.StateAnnotation)},
+		DefaultMode: ptr.To[int32](0o444),
+	}}}
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == want.Name {
+			if !equality.Semantic.DeepEqual(v, want) {
+				return fmt.Errorf("the pod already has a volume named %q; rename it: the operator uses that name", want.Name)
+			}
+			return nil
+		}
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, want)
+	return nil
+}
+
+// agentContainer renews the Lease for workloads that do not use pkg/holder. As a native
+// sidecar (an init container that keeps running) it starts before the workload and
+// stops after it.
+func agentContainer(image string) corev1.Container {
+	return corev1.Container{
+		Name:          fencingv1.AgentContainerName,
+		Image:         image,
+		Args:          []string{"agent"},
+		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+}
+
+func hasGate(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == fencingv1.SchedulingGate {
+			return true
+		}
+	}
+	return false
+}
+
+func findEnv(env []corev1.EnvVar, name string) int {
+	for i := range env {
+		if env[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func findContainer(cs []corev1.Container, name string) int {
+	for i := range cs {
+		if cs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,86 @@
+package podwebhook
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+func candidate() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "migrate", Image: "x"}},
+			Containers:     []corev1.Container{{Name: "a", Image: "x"}, {Name: "b", Image: "x"}},
+		},
+	}
+}
+
+func TestMutateIsIdempotent(t *testing.T) {
+	p := candidate()
+	p.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
+	if err := mutate(p, "invoices", "agent:v1"); err != nil {
+		t.Fatal(err)
+	}
+	once := p.DeepCopy()
+	if err := mutate(p, "invoices", "agent:v1"); err != nil {
+		t.Fatalf("second application refused: %v", err)
+	}
+	if !equality.Semantic.DeepEqual(once, p) {
+		t.Fatalf("second application changed the pod")
+	}
+	if n := len(p.Spec.InitContainers); n != 2 || p.Spec.InitContainers[0].Name != fencingv1.AgentContainerName {
+		t.Fatalf("want the agent first among %d init containers: %+v", n, p.Spec.InitContainers)
+	}
+	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+		if len(c.Env) != 4 || len(c.VolumeMounts) != 1 {
+			t.Fatalf("container %s: env %v mounts %v", c.Name, c.Env, c.VolumeMounts)
+		}
+	}
+}
+
+func TestMutateRefusals(t *testing.T) {
+	cases := map[string]struct {
+		edit func(*corev1.Pod)
+		want string
+	}{
+		"own token": {func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.TokenAnnotation: "99"} },
+			"pods may not set annotation fencing.fencedlease.io/token: only the operator grants tokens"},
+		"own state": {func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.StateAnnotation: "Holding"} },
+			`pods may not set annotation fencing.fencedlease.io/state to "Holding": only the operator moves a pod past Waiting`},
+		"env clash": {func(p *corev1.Pod) { p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "FENCING_TOKEN", Value: "7"}} },
+			`container "b" already sets FENCING_TOKEN to something else; remove it: the operator injects it`},
+		"volume clash": {func(p *corev1.Pod) { p.Spec.Volumes = []corev1.Volume{{Name: "fencing"}} },
+			`the pod already has a volume named "fencing"; rename it: the operator uses that name`},
+		"mount clash": {func(p *corev1.Pod) {
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "other", MountPath: "/etc/fencing"}}
+		}, `container "a" already mounts /etc/fencing or volume "fencing"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := candidate()
+			tc.edit(p)
+			err := mutate(p, "invoices", "agent:v1")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMutateAcceptsWhatItWouldWriteItself(t *testing.T) {
+	p := candidate()
+	p.Annotations = map[string]string{fencingv1.StateAnnotation: "Waiting"}
+	p.Spec.Containers[0].Env = fencingEnv("invoices")[:1]
+	if err := mutate(p, "invoices", "agent:v1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Spec.Containers[0].Env) != 4 {
+		t.Fatalf("env = %v", p.Spec.Containers[0].Env)
+	}
+}
