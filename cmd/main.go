@@ -1,4 +1,4 @@
-// Command fencedlease runs the FencedLease operator.
+// Command fencedlease runs the FencedLease operator, or with `agent` the renewal sidecar.
 package main
 
 import (
@@ -19,12 +19,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
 )
 
 func main() {
+	run := runManager
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		run = func() error { return runAgent(os.Args[2:]) }
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "fencedlease:", err)
 		os.Exit(1)
@@ -38,9 +43,10 @@ type options struct {
 	localControlPlane      string
 	localAssets            string
 	localKubeconfig        string
+	webhook                webhookOptions
 }
 
-func run() error {
+func runManager() error {
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
@@ -52,17 +58,21 @@ func run() error {
 		"Folder holding the kube-apiserver and etcd binaries (make envtest builds them).")
 	flag.StringVar(&o.localKubeconfig, "local-kubeconfig", "bin/local.kubeconfig",
 		"Where to write a kubeconfig for the embedded control plane.")
+	o.webhook.bind(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	ctx := ctrl.SetupSignalHandler()
-	cfg, stopLocal, err := restConfig(o)
+	cfg, stopLocal, local, err := restConfig(o)
 	if err != nil {
 		return err
 	}
 	defer stopLocal()
+	if local {
+		o.webhook.enabled = false // nothing installs or calls the webhook on the embedded control plane
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -77,6 +87,7 @@ func run() error {
 		LeaderElectionNamespace:       o.leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true, // the process exits right after: a standby takes over at once
 		Cache:                         cache.Options{ByObject: fencedlease.CacheByObject()},
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: o.webhook.port, CertDir: o.webhook.certDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -91,6 +102,9 @@ func run() error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
 	}
+	if err := setupWebhook(mgr, o.webhook); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -101,10 +115,9 @@ func run() error {
 	return mgr.Start(ctx)
 }
 
-// restConfig finds the cluster, or starts the embedded control plane when asked to; the
-// returned stop ends that control plane (a no-op for a real cluster).
-func restConfig(o options) (*rest.Config, func(), error) {
-	local := false
+// restConfig finds the cluster, or starts the embedded control plane when asked to (then
+// local is true); the returned stop ends that control plane (a no-op for a real cluster).
+func restConfig(o options) (cfg *rest.Config, stop func(), local bool, err error) {
 	switch o.localControlPlane {
 	case "never":
 	case "auto":
@@ -115,13 +128,14 @@ func restConfig(o options) (*rest.Config, func(), error) {
 	case "always":
 		local = true
 	default:
-		return nil, nil, errors.New("--local-control-plane must be never, always or auto")
+		return nil, nil, false, errors.New("--local-control-plane must be never, always or auto")
 	}
 	if local {
-		return startLocalControlPlane(o.localAssets, o.localKubeconfig)
+		cfg, stop, err = startLocalControlPlane(o.localAssets, o.localKubeconfig)
+		return cfg, stop, true, err
 	}
-	cfg, err := ctrl.GetConfig()
-	return cfg, func() {}, err
+	cfg, err = ctrl.GetConfig()
+	return cfg, func() {}, false, err
 }
 
 // clusterConfigured tells whether ctrl.GetConfig has anything to find, without its

@@ -11,10 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/config/crd"
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 var _ = Describe("Controller restart and failover", func() {
@@ -76,12 +75,8 @@ var _ = Describe("Controller restart and failover", func() {
 
 	It("continues the token sequence across an API server restart", func() {
 		By("starting a control plane of this spec's own, whose serving certificate survives a restart")
-		crds, err := crd.Objects()
+		env, err := testenv.New()
 		Expect(err).NotTo(HaveOccurred())
-		env := &envtest.Environment{
-			CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
-			BinaryAssetsDirectory: assetsDir(),
-		}
 		env.ControlPlane.GetAPIServer().CertDir = GinkgoT().TempDir()
 		// Close open watches at once on shutdown instead of waiting for them to drain.
 		env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")

@@ -5,9 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,8 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,15 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/config/crd"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 var (
 	testEnv *envtest.Environment
 	k8s     client.Client
-	scheme  = k8sruntime.NewScheme()
+	scheme  = testenv.Scheme()
 	ctx     = context.Background()
 	// calls counts requests that reached the webhook.
 	calls atomic.Int64
@@ -56,16 +51,11 @@ func (c counting) Handle(ctx context.Context, req admission.Request) admission.R
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(fencingv1.AddToScheme(scheme)).To(Succeed())
-	crds, err := crd.Objects()
+	var err error
+	testEnv, err = testenv.New()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{
-		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
-		BinaryAssetsDirectory: assetsDir(),
-		// The shipped webhook configuration, pointed by envtest at the server below.
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(repoRoot(), "config", "webhook")}},
-	}
+	// The shipped webhook configuration, pointed by envtest at the server below.
+	testEnv.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "webhook")}}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(testEnv.Stop)
@@ -91,22 +81,6 @@ var _ = BeforeSuite(func() {
 		return err
 	}).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 })
-
-func assetsDir() string {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir
-	}
-	matches, _ := filepath.Glob(filepath.Join(repoRoot(), "bin", "k8s", "*"))
-	if len(matches) == 0 {
-		Fail("no control plane binaries: run 'make envtest' (or 'make test')")
-	}
-	return matches[len(matches)-1]
-}
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 func newNamespace() string {
 	GinkgoHelper()

@@ -20,19 +20,17 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 // TestLocalRun is `make run` on a machine with no cluster: the binary starts its own
 // control plane, prints where it is, and grants the sample pod token 1.
 func TestLocalRun(t *testing.T) {
-	root := repoRoot(t)
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		matches, _ := filepath.Glob(filepath.Join(root, "bin", "k8s", "*"))
-		if len(matches) == 0 {
-			t.Fatal("no control plane binaries: run 'make envtest' (or 'make test')")
-		}
-		assets = matches[len(matches)-1]
+	root := testenv.RepoRoot()
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "fencedlease")
@@ -157,15 +155,6 @@ func samples(t *testing.T, dir string) []*unstructured.Unstructured {
 	}
 	return out
 }
-
-func repoRoot(t *testing.T) string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // lockedBuffer collects the child's stderr while the test reads it.
 type lockedBuffer struct {
 	mu  sync.Mutex

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/fencedlease/fencedlease/pkg/holder"
+)
+
+// runAgent is `fencedlease agent`: the renewal sidecar the webhook injects into pods that
+// ask for it. It reads its grant from the injected env and renews until the pod stops.
+func runAgent(args []string) error {
+	fs := flag.NewFlagSet("agent", flag.ExitOnError)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := zap.New(zap.UseFlagOptions(&zapOpts)).WithName("agent")
+	cfg, err := holder.Config{}.FromEnv()
+	if err != nil {
+		return err
+	}
+	rest, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rest)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	cfg.Leases = cs.CoordinationV1()
+	return holder.RunAgent(ctrl.SetupSignalHandler(), cfg, log)
+}

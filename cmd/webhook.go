@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/fencedlease/fencedlease/controllers/podwebhook"
+)
+
+type webhookOptions struct {
+	enabled       bool
+	port          int
+	certDir       string
+	rotateCerts   bool
+	secretName    string
+	serviceName   string
+	configuration string
+	agentImage    string
+}
+
+func (o *webhookOptions) bind(fs *flag.FlagSet) {
+	fs.BoolVar(&o.enabled, "webhook", true, "Serve the pod admission webhook.")
+	fs.IntVar(&o.port, "webhook-port", 9443, "Port of the webhook server.")
+	fs.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder of the webhook's tls.crt and tls.key.")
+	fs.BoolVar(&o.rotateCerts, "webhook-cert-rotation", true,
+		"Provision and rotate the webhook's serving certificate and inject its CA; false when cert-manager does it.")
+	fs.StringVar(&o.secretName, "webhook-secret-name", "fencedlease-webhook-server-cert", "Secret holding the webhook certificate.")
+	fs.StringVar(&o.serviceName, "webhook-service-name", "fencedlease-webhook-service", "Service in front of the webhook.")
+	fs.StringVar(&o.configuration, "webhook-configuration-name", "fencedlease-mutating-webhook-configuration",
+		"MutatingWebhookConfiguration whose caBundle the operator keeps current.")
+	fs.StringVar(&o.agentImage, "agent-image", os.Getenv("AGENT_IMAGE"), "Image of the renewal agent sidecar (default $AGENT_IMAGE).")
+}
+
+// setupWebhook serves the pod webhook once its certificate is on disk: provisioned by
+// cert-controller (the default, so a plain kubectl apply works) or mounted by cert-manager.
+func setupWebhook(mgr ctrl.Manager, o webhookOptions) error {
+	if !o.enabled {
+		return nil
+	}
+	if o.agentImage == "" {
+		return errors.New("--agent-image (or AGENT_IMAGE) is required with --webhook")
+	}
+	ready := make(chan struct{})
+	if o.rotateCerts {
+		ns := os.Getenv("POD_NAMESPACE")
+		if ns == "" {
+			return errors.New("--webhook-cert-rotation needs POD_NAMESPACE (the operator's namespace)")
+		}
+		if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+			SecretKey:      types.NamespacedName{Namespace: ns, Name: o.secretName},
+			CertDir:        o.certDir,
+			CAName:         "fencedlease-ca",
+			CAOrganization: "fencedlease",
+			DNSName:        fmt.Sprintf("%s.%s.svc", o.serviceName, ns),
+			IsReady:        ready,
+			Webhooks:       []rotator.WebhookInfo{{Name: o.configuration, Type: rotator.Mutating}},
+		}); err != nil {
+			return fmt.Errorf("setting up certificate rotation: %w", err)
+		}
+	} else {
+		close(ready)
+	}
+	go func() {
+		<-ready
+		srv := mgr.GetWebhookServer()
+		(&podwebhook.Handler{Reader: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), AgentImage: o.agentImage}).Register(srv)
+	}()
+	// Not ready until the webhook serves: a labeled pod must never find it missing.
+	return mgr.AddReadyzCheck("webhook", func(r *http.Request) error {
+		select {
+		case <-ready:
+			return mgr.GetWebhookServer().StartedChecker()(r)
+		default:
+			return errors.New("webhook certificate not ready")
+		}
+	})
+}

@@ -1,0 +1,29 @@
+// Package holder is the workload's side of a FencedLease grant: it renews the Lease the
+// operator wrote for this pod, and tells the workload, through a context, when it must
+// stop.
+//
+//	h, err := holder.Start(ctx, cfg) // confirms the grant with a first renewal
+//	if err != nil { ... }            // not granted (or no longer)
+//	defer h.Release(context.Background())
+//	doWork(h.Context(), h.Token())   // pass the token to every fenced write
+//
+// # Guarantees
+//
+//   - Context() is cancelled when the grant is lost: the Lease no longer names this pod
+//     with this token (revoked, or handed on), or no renewal could be confirmed within
+//     RenewDeadline of sending the last confirmed one. RenewDeadline is shorter than the
+//     lease duration, and the operator counts the duration from when it *observed* that
+//     renewal, which is later than when it was sent. So a holder whose clock runs at about
+//     the operator's rate stops before the operator may grant anyone else.
+//   - The identity is (pod name, token), never the pod name alone: a pod re-created under
+//     the same name never renews the grant of its predecessor.
+//   - Renewals carry the resourceVersion that was read; a write lost to a concurrent
+//     change is never forced.
+//   - Release clears the Lease's holder only while it still names this holder and token.
+//
+// # What it cannot do
+//
+// It cannot stop a process that is paused (GC, a frozen node) between a check of
+// Context() and the side effect: the process resumes and writes anyway. That is what the
+// fencing token is for: pass Token() to a resource that rejects older tokens (pkg/fence).
+package holder

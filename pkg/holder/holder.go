@@ -1,0 +1,241 @@
+package holder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// Why a holder's context ends (see Err).
+var (
+	// ErrRevoked: the Lease no longer names this pod with this token.
+	ErrRevoked = errors.New("grant revoked: the Lease no longer names this holder and token")
+	// ErrDeadline: no renewal was confirmed within RenewDeadline.
+	ErrDeadline = errors.New("grant lost: no renewal confirmed before the renew deadline")
+	// ErrReleased: Release was called.
+	ErrReleased = errors.New("grant released")
+)
+
+// Config says which grant to hold and how.
+type Config struct {
+	// Leases reaches the API server (client-go's CoordinationV1()).
+	Leases coordinationclient.LeasesGetter
+	// Namespace, LeaseName, Identity (the pod name) and Token name the grant; FromEnv
+	// reads them from the variables the operator injects.
+	Namespace string
+	LeaseName string
+	Identity  string
+	Token     int64
+	// RenewInterval is how often to renew; default a third of the lease duration.
+	RenewInterval time.Duration
+	// RenewDeadline is how long after the last confirmed renewal was sent the holder
+	// gives up; default two thirds of the lease duration. It must be shorter than it.
+	RenewDeadline time.Duration
+	// RetryPeriod is the wait between failed attempts; default RenewInterval/4.
+	RetryPeriod time.Duration
+	// OnLost is called once, with the reason, when the grant ends for any reason.
+	OnLost func(error)
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+	// Metrics, from NewMetrics, counts renewals and losses; nil counts nothing.
+	Metrics *Metrics
+}
+
+// FromEnv fills the grant's names from FENCING_LEASE_NAMESPACE, FENCING_LEASE_NAME,
+// FENCING_HOLDER_IDENTITY and FENCING_TOKEN.
+func (c Config) FromEnv() (Config, error) {
+	c.Namespace = os.Getenv(fencingv1.EnvLeaseNamespace)
+	c.LeaseName = os.Getenv(fencingv1.EnvLeaseName)
+	c.Identity = os.Getenv(fencingv1.EnvHolderIdentity)
+	raw := os.Getenv(fencingv1.EnvToken)
+	t, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || t < 1 {
+		return c, fmt.Errorf("%s=%q is not a granted token: is this pod opted in and granted?", fencingv1.EnvToken, raw)
+	}
+	c.Token = t
+	for name, v := range map[string]string{
+		fencingv1.EnvLeaseNamespace: c.Namespace, fencingv1.EnvLeaseName: c.LeaseName, fencingv1.EnvHolderIdentity: c.Identity,
+	} {
+		if v == "" {
+			return c, fmt.Errorf("%s is not set: is this pod opted in?", name)
+		}
+	}
+	return c, nil
+}
+
+// Holder renews one grant in the background.
+type Holder struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	lost   sync.Once
+}
+
+// Start confirms the grant with a first renewal, then renews in the background until
+// the grant is lost, released, or ctx ends. A grant that cannot be confirmed is an error.
+func Start(ctx context.Context, cfg Config) (*Holder, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	lease, err := cfg.Leases.Leases(cfg.Namespace).Get(ctx, cfg.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading Lease %s/%s: %w", cfg.Namespace, cfg.LeaseName, err)
+	}
+	if err := cfg.defaults(lease); err != nil {
+		return nil, err
+	}
+	h := &Holder{cfg: cfg, done: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancelCause(ctx)
+	sent, err := h.renew(ctx)
+	if err != nil {
+		h.cancel(err)
+		return nil, err
+	}
+	go h.loop(sent)
+	return h, nil
+}
+
+func (c *Config) defaults(lease *coordinationv1.Lease) error {
+	if lease.Spec.LeaseDurationSeconds == nil || *lease.Spec.LeaseDurationSeconds < 1 {
+		return fmt.Errorf("Lease %s/%s has no leaseDurationSeconds: not written by the operator", c.Namespace, c.LeaseName)
+	}
+	d := time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	if c.RenewInterval == 0 {
+		c.RenewInterval = d / 3
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = d * 2 / 3
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = c.RenewInterval / 4
+	}
+	if c.RenewDeadline >= d || c.RenewInterval >= c.RenewDeadline {
+		return fmt.Errorf("need RenewInterval (%v) < RenewDeadline (%v) < lease duration (%v)", c.RenewInterval, c.RenewDeadline, d)
+	}
+	return nil
+}
+
+// Context is cancelled when the grant ends; Err says why.
+func (h *Holder) Context() context.Context { return h.ctx }
+
+// Err is why Context ended (ErrRevoked, ErrDeadline, ErrReleased, or the parent's
+// error), or nil while the grant holds.
+func (h *Holder) Err() error { return context.Cause(h.ctx) }
+
+// Token is the fencing token to pass with every protected write.
+func (h *Holder) Token() int64 { return h.cfg.Token }
+
+// Release stops the work (Context ends with ErrReleased) and clears the Lease's holder,
+// so the operator grants the next pod at once. It is a no-op on a Lease that no longer
+// names this holder.
+func (h *Holder) Release(ctx context.Context) error {
+	h.end(ErrReleased)
+	<-h.done
+	leases := h.cfg.Leases.Leases(h.cfg.Namespace)
+	lease, err := leases.Get(ctx, h.cfg.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if !h.named(lease) {
+		return nil
+	}
+	lease.Spec.HolderIdentity = nil
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	return err
+}
+
+// loop renews every RenewInterval and gives up at RenewDeadline after the last
+// confirmed renewal was sent.
+func (h *Holder) loop(sent time.Time) {
+	defer close(h.done)
+	c := h.cfg.Clock
+	for {
+		deadline := sent.Add(h.cfg.RenewDeadline)
+		next := c.NewTimer(h.cfg.RenewInterval - c.Since(sent))
+		select {
+		case <-h.ctx.Done():
+			next.Stop()
+			h.end(context.Cause(h.ctx))
+			return
+		case <-next.C():
+		}
+		for {
+			left := deadline.Sub(c.Now())
+			if left <= 0 {
+				h.end(ErrDeadline)
+				return
+			}
+			attempt, cancel := context.WithTimeout(h.ctx, left)
+			s, err := h.renew(attempt)
+			cancel()
+			h.cfg.Metrics.renewed(err)
+			if err == nil {
+				sent = s
+				break
+			}
+			if errors.Is(err, ErrRevoked) {
+				h.end(err)
+				return
+			}
+			wait := c.NewTimer(min(h.cfg.RetryPeriod, deadline.Sub(c.Now())))
+			select {
+			case <-h.ctx.Done():
+				wait.Stop()
+				h.end(context.Cause(h.ctx))
+				return
+			case <-wait.C():
+			}
+		}
+	}
+}
+
+// renew writes a new renewTime if the Lease still names this holder and token, and
+// returns when the write was sent.
+func (h *Holder) renew(ctx context.Context) (time.Time, error) {
+	leases := h.cfg.Leases.Leases(h.cfg.Namespace)
+	lease, err := leases.Get(ctx, h.cfg.LeaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return time.Time{}, ErrRevoked
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !h.named(lease) {
+		return time.Time{}, ErrRevoked
+	}
+	sent := h.cfg.Clock.Now()
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: sent}
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		return time.Time{}, err
+	}
+	return sent, nil
+}
+
+func (h *Holder) named(l *coordinationv1.Lease) bool {
+	return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == h.cfg.Identity &&
+		l.Annotations[fencingv1.TokenAnnotation] == strconv.FormatInt(h.cfg.Token, 10)
+}
+
+// end cancels the context with reason and calls OnLost, once.
+func (h *Holder) end(reason error) {
+	h.lost.Do(func() {
+		h.cancel(reason)
+		h.cfg.Metrics.lostFor(reason)
+		if h.cfg.OnLost != nil {
+			h.cfg.OnLost(reason)
+		}
+	})
+}

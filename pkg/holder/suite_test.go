@@ -1,0 +1,111 @@
+package holder_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+var (
+	testEnv *envtest.Environment
+	cfg     *rest.Config
+	k8s     client.Client
+	ctx     = context.Background()
+)
+
+func TestHolder(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "pkg/holder against the real controller (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	testEnv, err = testenv.New()
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(testEnv.Stop)
+	k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+// partition is a holder's network link to the API server, which a spec can cut.
+type partition struct {
+	cut atomic.Bool
+	rt  http.RoundTripper
+}
+
+func (p *partition) RoundTrip(r *http.Request) (*http.Response, error) {
+	if p.cut.Load() {
+		return nil, errors.New("partitioned from the API server")
+	}
+	return p.rt.RoundTrip(r)
+}
+
+// holderClient is the clientset a holder pod would have, over a link the spec can cut.
+func holderClient() (*kubernetes.Clientset, *partition) {
+	GinkgoHelper()
+	link := &partition{}
+	c := rest.CopyConfig(cfg)
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { link.rt = rt; return link }
+	cs, err := kubernetes.NewForConfig(c)
+	Expect(err).NotTo(HaveOccurred())
+	return cs, link
+}
+
+// grantedNamespace runs a controller in a new namespace with a FencedLease of the given
+// duration and pods a and b, and waits until a holds token 1.
+func grantedNamespace(durationSeconds int32) string {
+	GinkgoHelper()
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "holder-"}}
+	Expect(k8s.Create(ctx, nsObj)).To(Succeed())
+	ns := nsObj.Name
+	c, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{Name: "ctrl"})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(c.Stop)
+	Expect(k8s.Create(ctx, &fencingv1.FencedLease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
+		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: durationSeconds},
+	})).To(Succeed())
+	for _, name := range []string{"a", "b"} {
+		Expect(k8s.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
+			Spec: corev1.PodSpec{
+				SchedulingGates: []corev1.PodSchedulingGate{{Name: fencingv1.SchedulingGate}},
+				Containers:      []corev1.Container{{Name: "work", Image: "example.invalid/work"}},
+			},
+		})).To(Succeed())
+	}
+	Eventually(func(g Gomega) {
+		l := holderOf(g, ns)
+		g.Expect(l).To(Equal("a/1"))
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return ns
+}
+
+// holderOf is "pod/token" of the FencedLease's holder, or "" when there is none.
+func holderOf(g Gomega, ns string) string {
+	fl := &fencingv1.FencedLease{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, fl)).To(Succeed())
+	if fl.Status.Holder == nil {
+		return ""
+	}
+	return fl.Status.Holder.PodName + "/" + itoa(fl.Status.Holder.Token)
+}
