@@ -155,6 +155,7 @@ func samples(t *testing.T, dir string) []*unstructured.Unstructured {
 	}
 	return out
 }
+
 // lockedBuffer collects the child's stderr while the test reads it.
 type lockedBuffer struct {
 	mu  sync.Mutex

@@ -1,0 +1,199 @@
+package policy
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// asPod is a client that authenticates as pod (name, uid) running under service account
+// worker in ns, the way a bound service account token does.
+func asPod(ns, name, uid string) client.Client {
+	GinkgoHelper()
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + ns + ":worker",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		Extra: map[string][]string{
+			"authentication.kubernetes.io/pod-name": {name},
+			"authentication.kubernetes.io/pod-uid":  {uid},
+		},
+	}
+	cl, err := client.New(c, client.Options{Scheme: testenv.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+func asUser(name string, groups ...string) client.Client {
+	GinkgoHelper()
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: append(groups, "system:authenticated")}
+	cl, err := client.New(c, client.Options{Scheme: testenv.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+// expectDenied asserts the write was refused by admission with message.
+func expectDenied(err error, message string) {
+	GinkgoHelper()
+	Expect(err).To(HaveOccurred())
+	Expect(apierrors.IsInvalid(err) || apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+	Expect(err.Error()).To(ContainSubstring(message))
+}
+
+var _ = Describe("Lease policy", func() {
+	var ns string
+	const holderUID = "uid-of-a"
+
+	// lease reads the Lease as the given client sees it.
+	lease := func(c client.Client) *coordinationv1.Lease {
+		GinkgoHelper()
+		l := &coordinationv1.Lease{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "invoices"}, l)).To(Succeed())
+		return l
+	}
+
+	BeforeEach(func() {
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"}}
+		Expect(admin.Create(ctx, nsObj)).To(Succeed())
+		ns = nsObj.Name
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "holder-role"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "worker", Namespace: ns}},
+		})).To(Succeed())
+		// The Lease as the operator writes it for pod a, token 3.
+		now := metav1.NewMicroTime(time.Now())
+		Expect(admin.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: ns, Name: "invoices",
+				Labels:      map[string]string{fencingv1.LeaseLabel: "invoices"},
+				Annotations: map[string]string{fencingv1.TokenAnnotation: "3", fencingv1.HolderUIDAnnotation: holderUID},
+			},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](15),
+				AcquireTime: &now, RenewTime: &now, LeaseTransitions: ptr.To[int32](3),
+			},
+		})).To(Succeed())
+	})
+
+	It("lets the holder renew", func() {
+		a := asPod(ns, "a", holderUID)
+		l := lease(a)
+		l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+		Expect(a.Update(ctx, l)).To(Succeed())
+	})
+
+	It("lets the holder release", func() {
+		a := asPod(ns, "a", holderUID)
+		l := lease(a)
+		l.Spec.HolderIdentity = nil
+		Expect(a.Update(ctx, l)).To(Succeed())
+	})
+
+	It("refuses another pod's renewal", func() {
+		b := asPod(ns, "b", "uid-of-b")
+		l := lease(b)
+		l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+		expectDenied(b.Update(ctx, l), "only pod a (the holder) may renew or release this Lease, not pod b")
+	})
+
+	It("refuses a pod re-created under the holder's name", func() {
+		again := asPod(ns, "a", "uid-of-a-reborn")
+		l := lease(again)
+		l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+		expectDenied(again.Update(ctx, l), "the requesting pod is not the holder pod (its UID differs)")
+	})
+
+	It("refuses a holder raising its token", func() {
+		a := asPod(ns, "a", holderUID)
+		l := lease(a)
+		l.Annotations[fencingv1.TokenAnnotation] = "4"
+		expectDenied(a.Update(ctx, l), "the fencing token, holder UID and lease label are the operator's to write")
+	})
+
+	It("refuses a holder handing the Lease to another pod", func() {
+		a := asPod(ns, "a", holderUID)
+		l := lease(a)
+		l.Spec.HolderIdentity = ptr.To("b")
+		expectDenied(a.Update(ctx, l), "a holder may only clear holderIdentity (release), never hand the Lease to another pod")
+	})
+
+	It("refuses a holder stretching its lease", func() {
+		a := asPod(ns, "a", holderUID)
+		l := lease(a)
+		l.Spec.LeaseDurationSeconds = ptr.To[int32](3600)
+		expectDenied(a.Update(ctx, l), "leaseDurationSeconds, leaseTransitions and acquireTime are the operator's to write")
+	})
+
+	It("refuses deleting the Lease, which carries the high-water token, even to a cluster admin", func() {
+		err := asPod(ns, "a", holderUID).Delete(ctx, lease(admin))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the holder role has no delete: %v", err)
+		expectDenied(asUser("erin", "system:masters").Delete(ctx, lease(admin)), "only the operator may delete this Lease")
+	})
+
+	It("refuses a user who is not a pod, even with RBAC to update Leases", func() {
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bob-holder"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "holder-role"},
+			Subjects:   []rbacv1.Subject{{Kind: "User", Name: "bob"}},
+		})).To(Succeed())
+		bob := asUser("bob")
+		l := lease(bob)
+		l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+		expectDenied(bob.Update(ctx, l), "only pod a (the holder) may renew or release this Lease; the request does not come from a pod")
+	})
+
+	It("leaves the operator free to grant", func() {
+		l := lease(admin)
+		l.Spec.HolderIdentity = ptr.To("b")
+		l.Annotations[fencingv1.TokenAnnotation] = "4"
+		l.Spec.LeaseTransitions = ptr.To[int32](4)
+		Expect(admin.Update(ctx, l)).To(Succeed())
+	})
+})
+
+var _ = Describe("FencedLease status policy", func() {
+	It("refuses status writes from anyone but the operator", func() {
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"}}
+		Expect(admin.Create(ctx, nsObj)).To(Succeed())
+		ns := nsObj.Name
+		fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"}}
+		Expect(admin.Create(ctx, fl)).To(Succeed())
+		fl.Status.FencingToken = 1
+		Expect(admin.Status().Update(ctx, fl)).To(Succeed(), "the operator writes status")
+
+		By("an editor of the namespace: RBAC gives no status")
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carol-edits"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "editor-role"},
+			Subjects:   []rbacv1.Subject{{Kind: "User", Name: "carol"}},
+		})).To(Succeed())
+		carol := asUser("carol")
+		mine := &fencingv1.FencedLease{}
+		Expect(carol.Get(ctx, client.ObjectKeyFromObject(fl), mine)).To(Succeed())
+		Expect(carol.Update(ctx, mine)).To(Succeed(), "editors may edit the spec")
+		mine.Status.FencingToken = 100
+		err := carol.Status().Update(ctx, mine)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+
+		By("a cluster admin who is not the operator: the policy refuses")
+		root := asUser("dave", "system:masters")
+		Expect(root.Get(ctx, client.ObjectKeyFromObject(fl), mine)).To(Succeed())
+		mine.Status.FencingToken = 100
+		expectDenied(root.Status().Update(ctx, mine), "the status of a FencedLease is written by the operator alone, not by dave")
+	})
+})

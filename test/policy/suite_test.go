@@ -1,0 +1,102 @@
+// Package policy tests the shipped admission policies on a real API server, acting as
+// holder pods through impersonation.
+package policy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+const shippedOperator = "system:serviceaccount:fencedlease-system:fencedlease-controller-manager"
+
+var (
+	testEnv *envtest.Environment
+	cfg     *rest.Config
+	// admin plays the operator: the policies are installed naming it.
+	admin client.Client
+	ctx   = context.Background()
+)
+
+func TestPolicy(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Admission policies (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	testEnv, err = testenv.New()
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(testEnv.Stop)
+	admin, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+
+	review := &authenticationv1.SelfSubjectReview{}
+	Expect(admin.Create(ctx, review)).To(Succeed())
+	operator := review.Status.UserInfo.Username
+	Expect(operator).NotTo(BeEmpty())
+
+	root := testenv.RepoRoot()
+	install(filepath.Join(root, "config", "policy"), shippedOperator, operator)
+	install(filepath.Join(root, "config", "rbac", "holder_role.yaml"), "", "")
+	install(filepath.Join(root, "config", "rbac", "user_roles.yaml"), "", "")
+	// The API server loads new policies asynchronously: wait until each one refuses.
+	probe := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "default", Name: "probe", Labels: map[string]string{"fencing.fencedlease.io/lease": "probe"},
+	}}
+	Expect(admin.Create(ctx, probe)).To(Succeed())
+	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}}
+	Expect(admin.Create(ctx, fl)).To(Succeed())
+	outsider := asUser("probe", "system:masters")
+	Eventually(func() error { return outsider.Update(ctx, probe) }).WithTimeout(20 * time.Second).Should(HaveOccurred())
+	Eventually(func() error { return outsider.Status().Update(ctx, fl) }).WithTimeout(20 * time.Second).Should(HaveOccurred())
+})
+
+// install creates every object in path (a file, or a folder's YAML files but its
+// kustomization), with from replaced by to.
+func install(path, from, to string) {
+	GinkgoHelper()
+	files := []string{path}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		files, _ = filepath.Glob(filepath.Join(path, "*.yaml"))
+	}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		Expect(err).NotTo(HaveOccurred())
+		text := string(raw)
+		if from != "" {
+			Expect(text).To(ContainSubstring(from), "%s must name the operator", f)
+			text = strings.ReplaceAll(text, from, to)
+		}
+		for _, doc := range strings.Split(text, "\n---\n") {
+			obj := map[string]any{}
+			Expect(yaml.Unmarshal([]byte(doc), &obj)).To(Succeed())
+			if len(obj) == 0 {
+				continue
+			}
+			Expect(admin.Create(ctx, &unstructured.Unstructured{Object: obj})).To(Succeed(), f)
+		}
+	}
+}
