@@ -36,11 +36,7 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 
 	var err error
-	testEnv, err = testenv.New()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	testEnv, cfg, k8s, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())
 })
 

@@ -164,13 +164,8 @@ func (h *Holder) loop(sent time.Time) {
 	c := h.cfg.Clock
 	for {
 		deadline := sent.Add(h.cfg.RenewDeadline)
-		next := c.NewTimer(h.cfg.RenewInterval - c.Since(sent))
-		select {
-		case <-h.ctx.Done():
-			next.Stop()
-			h.end(context.Cause(h.ctx))
+		if !h.sleep(h.cfg.RenewInterval - c.Since(sent)) {
 			return
-		case <-next.C():
 		}
 		for {
 			left := deadline.Sub(c.Now())
@@ -190,15 +185,23 @@ func (h *Holder) loop(sent time.Time) {
 				h.end(err)
 				return
 			}
-			wait := c.NewTimer(min(h.cfg.RetryPeriod, deadline.Sub(c.Now())))
-			select {
-			case <-h.ctx.Done():
-				wait.Stop()
-				h.end(context.Cause(h.ctx))
+			if !h.sleep(min(h.cfg.RetryPeriod, deadline.Sub(c.Now()))) {
 				return
-			case <-wait.C():
 			}
 		}
+	}
+}
+
+// sleep waits d on the injected clock; false when the grant ended meanwhile.
+func (h *Holder) sleep(d time.Duration) bool {
+	t := h.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-h.ctx.Done():
+		h.end(context.Cause(h.ctx))
+		return false
+	case <-t.C():
+		return true
 	}
 }
 

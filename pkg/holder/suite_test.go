@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -25,7 +26,7 @@ import (
 var (
 	testEnv *envtest.Environment
 	cfg     *rest.Config
-	k8s     client.Client
+	k8s     client.WithWatch
 	ctx     = context.Background()
 )
 
@@ -37,13 +38,9 @@ func TestHolder(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	testEnv, err = testenv.New()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err = testEnv.Start()
+	testEnv, cfg, k8s, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(testEnv.Stop)
-	k8s, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
 })
 
 // partition is a holder's network link to the API server, which a spec can cut.
@@ -94,8 +91,11 @@ func grantedNamespace(durationSeconds int32) string {
 		})).To(Succeed())
 	}
 	Eventually(func(g Gomega) {
-		l := holderOf(g, ns)
-		g.Expect(l).To(Equal("a/1"))
+		g.Expect(holderOf(g, ns)).To(Equal("a/1"))
+		l := &coordinationv1.Lease{} // grant step 2 done too
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, l)).To(Succeed())
+		g.Expect(l.Spec.HolderIdentity).To(HaveValue(Equal("a")))
+		g.Expect(l.Annotations).To(HaveKeyWithValue(fencingv1.TokenAnnotation, "1"))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	return ns
 }

@@ -46,6 +46,16 @@ func asUser(name string, groups ...string) client.Client {
 	return cl
 }
 
+// bind grants subject the ClusterRole role in namespace ns.
+func bind(ns, role string, subject rbacv1.Subject) {
+	GinkgoHelper()
+	Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: role + "-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{subject},
+	})).To(Succeed())
+}
+
 // expectDenied asserts the write was refused by admission with message.
 func expectDenied(err error, message string) {
 	GinkgoHelper()
@@ -70,11 +80,7 @@ var _ = Describe("Lease policy", func() {
 		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"}}
 		Expect(admin.Create(ctx, nsObj)).To(Succeed())
 		ns = nsObj.Name
-		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "holder-role"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "worker", Namespace: ns}},
-		})).To(Succeed())
+		bind(ns, "holder-role", rbacv1.Subject{Kind: "ServiceAccount", Name: "worker", Namespace: ns})
 		// The Lease as the operator writes it for pod a, token 3.
 		now := metav1.NewMicroTime(time.Now())
 		Expect(admin.Create(ctx, &coordinationv1.Lease{
@@ -146,11 +152,7 @@ var _ = Describe("Lease policy", func() {
 	})
 
 	It("refuses a user who is not a pod, even with RBAC to update Leases", func() {
-		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bob-holder"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "holder-role"},
-			Subjects:   []rbacv1.Subject{{Kind: "User", Name: "bob"}},
-		})).To(Succeed())
+		bind(ns, "holder-role", rbacv1.Subject{Kind: "User", Name: "bob"})
 		bob := asUser("bob")
 		l := lease(bob)
 		l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
@@ -177,11 +179,7 @@ var _ = Describe("FencedLease status policy", func() {
 		Expect(admin.Status().Update(ctx, fl)).To(Succeed(), "the operator writes status")
 
 		By("an editor of the namespace: RBAC gives no status")
-		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "carol-edits"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "editor-role"},
-			Subjects:   []rbacv1.Subject{{Kind: "User", Name: "carol"}},
-		})).To(Succeed())
+		bind(ns, "editor-role", rbacv1.Subject{Kind: "User", Name: "carol"})
 		carol := asUser("carol")
 		mine := &fencingv1.FencedLease{}
 		Expect(carol.Get(ctx, client.ObjectKeyFromObject(fl), mine)).To(Succeed())

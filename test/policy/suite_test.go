@@ -31,7 +31,7 @@ var (
 	testEnv *envtest.Environment
 	cfg     *rest.Config
 	// admin plays the operator: the policies are installed naming it.
-	admin client.Client
+	admin client.WithWatch
 	ctx   = context.Background()
 )
 
@@ -42,13 +42,9 @@ func TestPolicy(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	var err error
-	testEnv, err = testenv.New()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err = testEnv.Start()
+	testEnv, cfg, admin, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(testEnv.Stop)
-	admin, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
 
 	review := &authenticationv1.SelfSubjectReview{}
 	Expect(admin.Create(ctx, review)).To(Succeed())

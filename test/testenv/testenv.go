@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -72,6 +73,24 @@ func New() (*envtest.Environment, error) {
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 		BinaryAssetsDirectory: assets,
 	}, nil
+}
+
+// Start starts a control plane with the CRDs and returns it with an uncached client.
+func Start() (*envtest.Environment, *rest.Config, client.WithWatch, error) {
+	env, err := New()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		_ = env.Stop()
+		return nil, nil, nil, err
+	}
+	return env, cfg, c, nil
 }
 
 // ControllerOptions shape one controller manager.
