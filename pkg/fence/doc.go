@@ -1,0 +1,26 @@
+// Package fence is the resource side of a FencedLease: it checks a write's fencing token
+// against the highest token the resource has accepted, and records it, in the same atomic
+// step as the write itself. The resource, not the hopeful client, is the final authority.
+//
+// # Guarantees
+//
+//   - SQL (PostgreSQL, SQLite): Accept runs inside the caller's transaction, so the token
+//     check and the business write commit or roll back together. A token lower than the
+//     stored one gets a *StaleTokenError (errors.Is(err, ErrStaleToken)); an equal token is
+//     accepted (retries within one generation); a higher one raises the stored token.
+//     Concurrent transactions on one resource are serialized by the row lock the upsert
+//     takes (PostgreSQL, at any isolation level from READ COMMITTED up) or by SQLite's
+//     single writer: the stored token never goes down and no write with a lower token
+//     ever commits.
+//   - Kubernetes objects: the ValidatingAdmissionPolicy in config/fence rejects an update of
+//     an object labeled fencing.fencedlease.io/fenced=true whose token annotation is lower
+//     than the one it carries; Stamp sets the annotation on a write.
+//   - HTTP: Middleware rejects a request whose Fencing-Token header is older than the
+//     Store's, with 409 Conflict, before the handler runs.
+//
+// # What it does not do
+//
+// Tokens do not make retries within one generation idempotent: two writes with the same
+// token are both accepted. Pair the token with an idempotency key (a unique constraint on
+// the business row). And only writes that go through a fence are protected.
+package fence
