@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/pkg/fence"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -55,6 +57,7 @@ var _ = BeforeSuite(func() {
 	install(filepath.Join(root, "config", "policy"), shippedOperator, operator)
 	install(filepath.Join(root, "config", "rbac", "holder_role.yaml"), "", "")
 	install(filepath.Join(root, "config", "rbac", "user_roles.yaml"), "", "")
+	install(filepath.Join(root, "config", "fence"), "", "")
 	// The API server loads new policies asynchronously: wait until each one refuses.
 	probe := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "default", Name: "probe", Labels: map[string]string{"fencing.fencedlease.io/lease": "probe"},
@@ -65,6 +68,13 @@ var _ = BeforeSuite(func() {
 	outsider := asUser("probe", "system:masters")
 	Eventually(func() error { return outsider.Update(ctx, probe) }).WithTimeout(20 * time.Second).Should(HaveOccurred())
 	Eventually(func() error { return outsider.Status().Update(ctx, fl) }).WithTimeout(20 * time.Second).Should(HaveOccurred())
+	fenced := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}}
+	fence.Stamp(fenced, 2)
+	Expect(admin.Create(ctx, fenced)).To(Succeed())
+	Eventually(func() error {
+		fence.Stamp(fenced, 1)
+		return admin.Update(ctx, fenced)
+	}).WithTimeout(20 * time.Second).Should(HaveOccurred())
 })
 
 // install creates every object in path (a file, or a folder's YAML files but its

@@ -1,0 +1,76 @@
+package fence_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/fencedlease/fencedlease/pkg/fence"
+)
+
+func TestMiddleware(t *testing.T) {
+	store := &fence.MemoryStore{}
+	var served []int64
+	h := fence.Middleware(store, func(r *http.Request) string { return strings.TrimPrefix(r.URL.Path, "/") },
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			token, ok := fence.TokenFrom(r.Context())
+			if !ok {
+				t.Error("no token in the handler's context")
+			}
+			served = append(served, token)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+
+	post := func(path, token string) (int, map[string]any) {
+		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://%s/%s", l.Addr(), path), nil)
+		if token != "" {
+			req.Header.Set(fence.Header, token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body := map[string]any{}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	for _, step := range []struct {
+		path, token string
+		code        int
+		message     string
+	}{
+		{"invoices", "81", http.StatusNoContent, ""},
+		{"invoices", "82", http.StatusNoContent, ""},
+		{"invoices", "82", http.StatusNoContent, ""},
+		{"invoices", "81", http.StatusConflict, `stale fencing token for "invoices": offered 81, but 82 was already accepted`},
+		{"payroll", "1", http.StatusNoContent, ""},
+		{"invoices", "", http.StatusBadRequest, `header Fencing-Token must carry the fencing token (a positive integer), got ""`},
+		{"invoices", "eighty", http.StatusBadRequest, `got "eighty"`},
+		{"invoices", "0", http.StatusBadRequest, `got "0"`},
+	} {
+		code, body := post(step.path, step.token)
+		if code != step.code {
+			t.Fatalf("%s with %q: status %d, want %d (%v)", step.path, step.token, code, step.code, body)
+		}
+		if step.message != "" && !strings.Contains(fmt.Sprint(body["error"]), step.message) {
+			t.Fatalf("%s with %q: error %q, want %q", step.path, step.token, body["error"], step.message)
+		}
+		if code == http.StatusConflict && (body["stored"] != float64(82) || body["offered"] != float64(81)) {
+			t.Fatalf("conflict body %v", body)
+		}
+	}
+	if fmt.Sprint(served) != "[81 82 82 1]" {
+		t.Fatalf("handler ran for tokens %v", served)
+	}
+}
