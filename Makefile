@@ -79,9 +79,16 @@ test: envtest lint ## Run every test (unit and envtest) with the control plane b
 
 ##@ Build and run
 
+.PHONY: demo
+demo: envtest ## The whole protocol in under a minute: pause a holder, see its stale write rejected. DSN=postgres://... for PostgreSQL.
+	CGO_ENABLED=0 go build -o $(BIN)/invoice-scheduler ./cmd/invoice-scheduler
+	CGO_ENABLED=0 go build -o $(BIN)/demo ./cmd/demo
+	$(BIN)/demo --assets "$(KUBEBUILDER_ASSETS)" --scheduler $(BIN)/invoice-scheduler $(if $(DSN),--dsn "$(DSN)")
+
 .PHONY: build
-build: ## Build the manager binary into bin/.
+build: ## Build the operator (also the agent) and the example invoice scheduler into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/fencedlease ./cmd
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/invoice-scheduler ./cmd/invoice-scheduler
 
 .PHONY: run
 run: envtest build ## Run the operator against KUBECONFIG's cluster, or an embedded control plane if none.

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/fencedlease/fencedlease/config/crd"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease"
+	"github.com/fencedlease/fencedlease/controllers/podwebhook"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// cluster is an embedded control plane with the operator and its webhook running in
+// this process, and a kubeconfig the pods' processes use.
+type cluster struct {
+	env        *envtest.Environment
+	cfg        *rest.Config
+	client     client.WithWatch
+	kubeconfig string
+	stop       func()
+}
+
+func startCluster(o options) (*cluster, error) {
+	log.SetLogger(logrDiscard())
+	crds, err := crd.Objects()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: o.assets,
+		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(o.configDir, "webhook")}},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane from %q: %w (run 'make envtest')", o.assets, err)
+	}
+	c := &cluster{env: env, cfg: cfg, stop: func() { _ = env.Stop() }}
+	if c.client, err = client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		c.stop()
+		return nil, err
+	}
+	user, err := env.AddUser(envtest.User{Name: "demo-pods", Groups: []string{"system:masters"}}, nil)
+	if err == nil {
+		var raw []byte
+		if raw, err = user.KubeConfig(); err == nil {
+			c.kubeconfig = filepath.Join(o.workDir, "kubeconfig")
+			err = os.WriteFile(c.kubeconfig, raw, 0o600)
+		}
+	}
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	if err := c.startOperator(); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startOperator runs the same controller and webhook the operator binary runs.
+func (c *cluster) startOperator() error {
+	w := c.env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: fencedlease.CacheByObject()},
+		WebhookServer:          webhook.NewServer(webhook.Options{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir}),
+	})
+	if err != nil {
+		return err
+	}
+	r := &fencedlease.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("fencedlease-controller"), Clock: clock.RealClock{}}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	(&podwebhook.Handler{Reader: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), AgentImage: "unused"}).
+		Register(mgr.GetWebhookServer())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "demo: operator:", err)
+		}
+	}()
+	stopEnv := c.stop
+	c.stop = func() { cancel(); <-done; stopEnv() }
+	return nil
+}
