@@ -18,8 +18,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
 	_ "modernc.org/sqlite"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/fencedlease/fencedlease/pkg/fence"
 	"github.com/fencedlease/fencedlease/pkg/holder"
