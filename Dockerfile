@@ -8,6 +8,7 @@ COPY api/ api/
 COPY cmd/ cmd/
 COPY config/crd/ config/crd/
 COPY controllers/ controllers/
+COPY pkg/ pkg/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
