@@ -12,11 +12,15 @@ COPY pkg/ pkg/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o /out/fencedlease ./cmd
+    go build -trimpath -ldflags="-s -w" -o /out/fencedlease ./cmd && \
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags="-s -w" -o /out/invoice-scheduler ./cmd/invoice-scheduler
 
 # scratch: nothing but the static binary. The API server's CA comes from the service
 # account mount, so no system certificate bundle is needed.
 FROM scratch
 COPY --from=build /out/fencedlease /fencedlease
+# The worked example (config/samples/invoice_scheduler.yaml) ships in the same image.
+COPY --from=build /out/invoice-scheduler /invoice-scheduler
 USER 65532:65532
 ENTRYPOINT ["/fencedlease"]

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// TestWebhookCertificates: with the shipped bundle's webhook configuration installed, the
+// operator provisions its serving certificate, injects the CA, and serves TLS for the
+// Service's DNS name; only then is it ready.
+func TestWebhookCertificates(t *testing.T) {
+	env, cfg, c, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx := context.Background()
+	const ns = "fencedlease-system"
+	t.Setenv("POD_NAMESPACE", ns)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	whc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	bundled(t, "MutatingWebhookConfiguration", whc)
+	empty := &corev1.Secret{}
+	bundled(t, "Secret", empty)
+	for _, obj := range []client.Object{whc, empty} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var o webhookOptions
+	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	o.bind(fs) // the operator's own defaults: names as config/default deploys them
+	port, probes := freePort(t), freePort(t)
+	if err := fs.Parse([]string{"--agent-image=agent:test", fmt.Sprint("--webhook-port=", port), "--webhook-cert-dir=" + t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: fmt.Sprint("127.0.0.1:", probes),
+		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: o.port, CertDir: o.certDir}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setupWebhook(mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() { stop(); <-done }()
+
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	secret := &corev1.Secret{}
+	if err := wait.PollUntilContextCancel(wctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.secretName}, secret) != nil {
+			return false, nil
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(whc), whc); err != nil {
+			return false, err
+		}
+		return len(secret.Data["ca.crt"]) > 0 && string(whc.Webhooks[0].ClientConfig.CABundle) == string(secret.Data["ca.crt"]), nil
+	}); err != nil {
+		t.Fatalf("no certificate Secret with its CA injected into %s: %v", whc.Name, err)
+	}
+
+	// The kubelet projects the Secret into the Deployment's volume at the cert dir.
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(o.certDir, f), secret.Data[f], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextCancel(wctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probes))
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("never ready: %v", err)
+	}
+
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(secret.Data["ca.crt"])
+	conn, err := tls.Dial("tcp", fmt.Sprint("127.0.0.1:", port), &tls.Config{RootCAs: roots, ServerName: "fencedlease-webhook-service.fencedlease-system.svc"})
+	if err != nil {
+		t.Fatalf("the webhook does not serve a certificate the injected CA vouches for: %v", err)
+	}
+	conn.Close()
+}
+
+// bundled reads the one object of kind in dist/install.yaml into into.
+func bundled(t *testing.T, kind string, into client.Object) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "dist", "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		if strings.Contains(doc, "\nkind: "+kind+"\n") || strings.HasPrefix(doc, "kind: "+kind+"\n") {
+			if err := yaml.Unmarshal([]byte(doc), into); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("dist/install.yaml has no %s", kind)
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
