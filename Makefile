@@ -91,8 +91,8 @@ build: ## Build the operator (also the agent) and the example invoice scheduler 
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/invoice-scheduler ./cmd/invoice-scheduler
 
 .PHONY: run
-run: envtest build ## Run the operator against KUBECONFIG's cluster, or an embedded control plane if none.
-	$(BIN)/fencedlease --local-control-plane=auto --leader-elect=false
+run: envtest build ## Run the operator (no webhook: a cluster cannot call back to this machine) against KUBECONFIG, or an embedded control plane if none.
+	$(BIN)/fencedlease --local-control-plane=auto --leader-elect=false --webhook=false
 
 .PHONY: docker-build
 docker-build: ## Build the image (needs a Docker engine).
