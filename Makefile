@@ -12,6 +12,7 @@ export KUBEBUILDER_ASSETS
 
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
+STATICCHECK := $(BIN)/staticcheck
 GINKGO_FLAGS ?=
 
 .PHONY: all
@@ -28,6 +29,9 @@ $(CONTROLLER_GEN): hack/tools/go.mod
 
 $(KUSTOMIZE): hack/tools/go.mod
 	cd hack/tools && go build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
+
+$(STATICCHECK): hack/tools/go.mod
+	cd hack/tools && go build -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
 
 .PHONY: controller-gen kustomize
 controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.
@@ -69,9 +73,10 @@ fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: ## go vet, and gofmt must have nothing to say.
+lint: $(STATICCHECK) ## gofmt must have nothing to say; go vet and staticcheck must pass.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	$(STATICCHECK) ./...
 
 .PHONY: test
 test: envtest lint ## Run every test (unit and envtest) with the control plane built from modules.

@@ -60,12 +60,6 @@ func findPod(pods []corev1.Pod, name string) *corev1.Pod {
 	return nil
 }
 
-func hasGate(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
-		return g.Name == fencingv1.SchedulingGate
-	})
-}
-
 // parseToken reads a token annotation; a missing or malformed one counts as 0.
 func parseToken(annotations map[string]string) int64 {
 	v, err := strconv.ParseInt(annotations[fencingv1.TokenAnnotation], 10, 64)

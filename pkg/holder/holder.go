@@ -82,6 +82,9 @@ type Holder struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	lost   sync.Once
+	// lease is the Lease as the last renewal left it (nil: read it first); only the
+	// renewing goroutine touches it.
+	lease *coordinationv1.Lease
 }
 
 // Start confirms the grant with a first renewal, then renews in the background until
@@ -97,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 	if err := cfg.defaults(lease); err != nil {
 		return nil, err
 	}
-	h := &Holder{cfg: cfg, done: make(chan struct{})}
+	h := &Holder{cfg: cfg, done: make(chan struct{}), lease: lease}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
 	sent, err := h.renew(ctx)
 	if err != nil {
@@ -110,7 +113,7 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 
 func (c *Config) defaults(lease *coordinationv1.Lease) error {
 	if lease.Spec.LeaseDurationSeconds == nil || *lease.Spec.LeaseDurationSeconds < 1 {
-		return fmt.Errorf("Lease %s/%s has no leaseDurationSeconds: not written by the operator", c.Namespace, c.LeaseName)
+		return fmt.Errorf("the Lease %s/%s has no leaseDurationSeconds: not written by the operator", c.Namespace, c.LeaseName)
 	}
 	d := time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
 	if c.RenewInterval == 0 {
@@ -206,25 +209,37 @@ func (h *Holder) sleep(d time.Duration) bool {
 }
 
 // renew writes a new renewTime if the Lease still names this holder and token, and
-// returns when the write was sent.
+// returns when the write was sent. It builds on the Lease its last write returned, so a
+// renewal is one request; only a conflict (someone else wrote) costs a fresh read.
 func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 	leases := h.cfg.Leases.Leases(h.cfg.Namespace)
-	lease, err := leases.Get(ctx, h.cfg.LeaseName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return time.Time{}, ErrRevoked
+	for attempt := 0; ; attempt++ {
+		if h.lease == nil {
+			lease, err := leases.Get(ctx, h.cfg.LeaseName, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return time.Time{}, ErrRevoked
+			}
+			if err != nil {
+				return time.Time{}, err
+			}
+			h.lease = lease
+		}
+		if !h.named(h.lease) {
+			return time.Time{}, ErrRevoked
+		}
+		sent := h.cfg.Clock.Now()
+		next := h.lease.DeepCopy()
+		next.Spec.RenewTime = &metav1.MicroTime{Time: sent}
+		updated, err := leases.Update(ctx, next, metav1.UpdateOptions{})
+		if err == nil {
+			h.lease = updated
+			return sent, nil
+		}
+		h.lease = nil
+		if !apierrors.IsConflict(err) || attempt > 0 {
+			return time.Time{}, err
+		}
 	}
-	if err != nil {
-		return time.Time{}, err
-	}
-	if !h.named(lease) {
-		return time.Time{}, ErrRevoked
-	}
-	sent := h.cfg.Clock.Now()
-	lease.Spec.RenewTime = &metav1.MicroTime{Time: sent}
-	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		return time.Time{}, err
-	}
-	return sent, nil
 }
 
 func (h *Holder) named(l *coordinationv1.Lease) bool {
