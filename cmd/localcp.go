@@ -1,51 +1,112 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/fencedlease/fencedlease/config/crd"
+	"github.com/fencedlease/fencedlease/config/policy"
+	"github.com/fencedlease/fencedlease/config/webhook"
 )
 
-// startLocalControlPlane runs kube-apiserver and etcd from assets (no kubelet, scheduler
-// or garbage collector), installs the CRDs and writes an admin kubeconfig. The caller
-// must call stop before exiting, or the two processes outlive it.
-func startLocalControlPlane(assets, kubeconfig string) (*rest.Config, func(), error) {
+// localControlPlane is kube-apiserver and etcd run by this process (no kubelet,
+// scheduler or garbage collector), with the CRDs, the admission policies, and the pod
+// webhook pointed back at this process.
+type localControlPlane struct {
+	cfg *rest.Config
+	// webhook says where to serve the pod webhook: a local port with a generated cert.
+	webhook envtest.WebhookInstallOptions
+	// stop must be called before exiting, or the two processes outlive this one.
+	stop func()
+}
+
+// startLocalControlPlane starts the control plane from assets, installs what the
+// operator needs, and writes an admin kubeconfig for the user to kubectl with. That user
+// is not the operator, so the admission policies apply to it as to any cluster admin.
+func startLocalControlPlane(assets, kubeconfig string) (*localControlPlane, error) {
 	if assets == "" {
-		return nil, nil, fmt.Errorf("the embedded control plane needs kube-apiserver and etcd: run 'make envtest' and pass --local-control-plane-assets (or KUBEBUILDER_ASSETS)")
+		return nil, fmt.Errorf("the embedded control plane needs kube-apiserver and etcd: run 'make envtest' and pass --local-control-plane-assets (or KUBEBUILDER_ASSETS)")
 	}
 	crds, err := crd.Objects()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	hook, err := webhook.Configuration()
+	if err != nil {
+		return nil, err
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{hook},
+		},
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, nil, fmt.Errorf("starting embedded control plane from %s: %w", assets, err)
+		return nil, fmt.Errorf("starting embedded control plane from %s: %w", assets, err)
 	}
-	stop := func() {
+	lcp := &localControlPlane{cfg: cfg, webhook: env.WebhookInstallOptions, stop: func() {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "fencedlease: stopping embedded control plane:", err)
 		}
+	}}
+	if err := installPolicies(cfg); err != nil {
+		lcp.stop()
+		return nil, fmt.Errorf("installing the admission policies: %w", err)
 	}
 	if err := writeKubeconfig(env, kubeconfig); err != nil {
-		stop()
-		return nil, nil, err
+		lcp.stop()
+		return nil, err
 	}
 	abs, _ := filepath.Abs(kubeconfig)
-	fmt.Fprintf(os.Stderr, "\nfencedlease: embedded control plane at %s\n"+
+	fmt.Fprintf(os.Stderr, "\nfencedlease: embedded control plane at %s, with the pod webhook and the admission policies\n"+
 		"  in another shell:  export KUBECONFIG=%s\n"+
 		"                     kubectl apply -k config/samples && kubectl get fl\n"+
 		"  (no kubelet here: pods stay Pending; the controller still grants, renews and revokes)\n"+
 		"  Ctrl-C stops the operator and the control plane.\n\n", cfg.Host, abs)
-	return cfg, stop, nil
+	return lcp, nil
+}
+
+// installPolicies installs config/policy with its parameter naming the user of cfg,
+// which the operator runs as here.
+func installPolicies(cfg *rest.Config) error {
+	ctx := context.Background()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return err
+	}
+	objs, err := policy.Objects(review.Status.UserInfo.Username)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns != "" {
+			err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		}
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
 }
 
 func writeKubeconfig(env *envtest.Environment, path string) error {

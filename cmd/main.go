@@ -65,13 +65,14 @@ func runManager() error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	ctx := ctrl.SetupSignalHandler()
-	cfg, stopLocal, local, err := restConfig(o)
+	cfg, lcp, err := restConfig(o)
 	if err != nil {
 		return err
 	}
-	defer stopLocal()
-	if local {
-		o.webhook.enabled = false // nothing installs or calls the webhook on the embedded control plane
+	if lcp != nil {
+		defer lcp.stop()
+		// The embedded API server calls the webhook back on this machine.
+		o.webhook.serveLocally(lcp.webhook)
 	}
 
 	scheme := runtime.NewScheme()
@@ -87,7 +88,7 @@ func runManager() error {
 		LeaderElectionNamespace:       o.leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true, // the process exits right after: a standby takes over at once
 		Cache:                         cache.Options{ByObject: fencedlease.CacheByObject()},
-		WebhookServer:                 webhook.NewServer(webhook.Options{Port: o.webhook.port, CertDir: o.webhook.certDir}),
+		WebhookServer:                 webhook.NewServer(webhook.Options{Host: o.webhook.host, Port: o.webhook.port, CertDir: o.webhook.certDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -105,6 +106,13 @@ func runManager() error {
 	if err := setupWebhook(mgr, o.webhook); err != nil {
 		return err
 	}
+	checker, err := admissionChecker(mgr)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(checker); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -116,8 +124,9 @@ func runManager() error {
 }
 
 // restConfig finds the cluster, or starts the embedded control plane when asked to (then
-// local is true); the returned stop ends that control plane (a no-op for a real cluster).
-func restConfig(o options) (cfg *rest.Config, stop func(), local bool, err error) {
+// lcp is not nil, and the caller must stop it).
+func restConfig(o options) (cfg *rest.Config, lcp *localControlPlane, err error) {
+	local := false
 	switch o.localControlPlane {
 	case "never":
 	case "auto":
@@ -128,14 +137,17 @@ func restConfig(o options) (cfg *rest.Config, stop func(), local bool, err error
 	case "always":
 		local = true
 	default:
-		return nil, nil, false, errors.New("--local-control-plane must be never, always or auto")
+		return nil, nil, errors.New("--local-control-plane must be never, always or auto")
 	}
 	if local {
-		cfg, stop, err = startLocalControlPlane(o.localAssets, o.localKubeconfig)
-		return cfg, stop, true, err
+		lcp, err = startLocalControlPlane(o.localAssets, o.localKubeconfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		return lcp.cfg, lcp, nil
 	}
 	cfg, err = ctrl.GetConfig()
-	return cfg, func() {}, false, err
+	return cfg, nil, err
 }
 
 // clusterConfigured tells whether ctrl.GetConfig has anything to find, without its

@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
@@ -17,6 +18,7 @@ import (
 
 type webhookOptions struct {
 	enabled       bool
+	host          string
 	port          int
 	certDir       string
 	rotateCerts   bool
@@ -37,6 +39,17 @@ func (o *webhookOptions) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.configuration, "webhook-configuration-name", "fencedlease-mutating-webhook-configuration",
 		"MutatingWebhookConfiguration whose caBundle the operator keeps current.")
 	fs.StringVar(&o.agentImage, "agent-image", os.Getenv("AGENT_IMAGE"), "Image of the renewal agent sidecar (default $AGENT_IMAGE).")
+}
+
+// serveLocally serves the webhook where the embedded control plane calls it, with the
+// certificate it generated.
+func (o *webhookOptions) serveLocally(w envtest.WebhookInstallOptions) {
+	o.enabled = true
+	o.rotateCerts = false
+	o.host, o.port, o.certDir = w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir
+	if o.agentImage == "" {
+		o.agentImage = "fencedlease:dev" // no kubelet pulls it there
+	}
 }
 
 // setupWebhook serves the pod webhook once its certificate is on disk: provisioned by

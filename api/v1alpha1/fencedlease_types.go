@@ -17,6 +17,7 @@ const (
 )
 
 // FencedLeaseSpec is what the user asks for.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.minFencingToken) || (has(self.minFencingToken) && self.minFencingToken >= oldSelf.minFencingToken)",message="spec.minFencingToken may only increase: tokens up to its old value may already be stored by fenced resources"
 type FencedLeaseSpec struct {
 	// LeaseDurationSeconds is how long a grant lasts without a renewal observed by the
 	// controller. Shorter fails over faster; longer tolerates longer holder pauses.
@@ -34,6 +35,13 @@ type FencedLeaseSpec struct {
 	// Suspend stops new grants while true; a current holder keeps its grant.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// MinFencingToken raises the token floor: every token granted from now on is above
+	// it, and status.fencingToken jumps to it at once. It may only increase. Use it after
+	// restoring etcd from a backup: set it to the highest token your resources stored.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinFencingToken int64 `json:"minFencingToken,omitempty"`
 }
 
 // Holder is the pod that holds the grant.
@@ -60,6 +68,14 @@ type Holder struct {
 	// LastRenewTime is when the controller last observed a renewal (its own clock).
 	// +optional
 	LastRenewTime *metav1.MicroTime `json:"lastRenewTime,omitempty"`
+
+	// LeaseDurationSeconds is the lease duration of this grant, frozen when it was made:
+	// a change of spec.leaseDurationSeconds applies from the next grant on, so a holder
+	// that renews on time is never cut short.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	LeaseDurationSeconds int32 `json:"leaseDurationSeconds,omitempty"`
 }
 
 // Revocation records a holder whose grant was taken away.
@@ -89,7 +105,7 @@ type Revocation struct {
 }
 
 // RevocationReason says why a grant was revoked.
-// +kubebuilder:validation:Enum=LeaseExpired;FencedLeaseDeleted
+// +kubebuilder:validation:Enum=LeaseExpired;FencedLeaseDeleted;LabelRemoved
 type RevocationReason string
 
 const (
@@ -97,6 +113,9 @@ const (
 	ReasonLeaseExpired RevocationReason = "LeaseExpired"
 	// ReasonFencedLeaseDeleted: the FencedLease is being deleted.
 	ReasonFencedLeaseDeleted RevocationReason = "FencedLeaseDeleted"
+	// ReasonLabelRemoved: the holder pod still exists but no longer carries the lease
+	// label naming this FencedLease (only possible when the admission policy is bypassed).
+	ReasonLabelRemoved RevocationReason = "LabelRemoved"
 )
 
 // FencedLeaseStatus is what the controller observed and decided.
@@ -157,6 +176,11 @@ const (
 	ReasonNoCandidates = "NoCandidates"
 	ReasonSuspended    = "Suspended"
 	ReasonDeleting     = "Deleting"
+	// ReasonLeaseConflict: a Lease of the FencedLease's name exists that the operator did
+	// not create (it lacks the lease label); the operator touches nothing until it is gone.
+	ReasonLeaseConflict = "LeaseConflict"
+	// ReasonTokensExhausted: the highest token is the int64 limit; no token is left to grant.
+	ReasonTokensExhausted = "TokensExhausted"
 )
 
 // FencedLease grants one labeled pod at a time a lease and a strictly increasing

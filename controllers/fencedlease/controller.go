@@ -83,13 +83,21 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	d := decide(w)
+	ours := !foreignLease(w.lease, fl)
+	if rv := d.revoked; rv != nil && rv.Reason == fencingv1.ReasonLeaseExpired && ours {
+		if w.lease, err = r.revokeOnLease(ctx, w.lease, fl.Status.Holder); err != nil {
+			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)
+		}
+	}
 	if err := r.writeStatus(ctx, fl, d); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.syncLease(ctx, fl, w.lease, w.renewal); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing Lease: %w", err)
+	if ours {
+		if err := r.syncLease(ctx, fl, w.lease, w.renewal); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing Lease: %w", err)
+		}
 	}
-	if err := r.syncPods(ctx, fl, w.pods); err != nil {
+	if err := r.syncPods(ctx, fl, append(w.pods, w.unlabeled...)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if fl.DeletionTimestamp != nil {
@@ -100,10 +108,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
 }
 
-// observe reads the Lease (uncached) and the labeled pods, and asks the tracker when the
-// holder was last seen renewing.
+// observe reads the clock, then the Lease (uncached) and the labeled pods, confirms the
+// holder pod by UID, and asks the tracker when the holder was last seen renewing. The
+// clock comes first: a renewal that lands after that reading is either in the Lease read
+// here, or makes the revocation's compare-and-swap on the Lease fail.
 func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (world, error) {
-	w := world{fl: fl}
+	w := world{fl: fl, now: r.Clock.Now()}
 	lease := &coordinationv1.Lease{}
 	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(fl), lease); {
 	case err == nil:
@@ -117,14 +127,69 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 	}
 	w.pods = pods.Items
 	if h := fl.Status.Holder; h != nil {
+		holder, err := r.podOutsideList(ctx, fl, w.pods, h.PodName, h.PodUID)
+		if err != nil {
+			return w, err
+		}
+		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && holder != nil {
+			w.holder = holder
+			w.unlabeled = append(w.unlabeled, *holder)
+		}
 		var renewTime *metav1.MicroTime // nil: the Lease does not show this grant yet
 		if leaseShows(w.lease, h) {
 			renewTime = w.lease.Spec.RenewTime
 		}
 		w.renewal = r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, renewTime)
 	}
-	w.now = r.Clock.Now()
+	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved {
+		// Finish marking (and deleting) a pod revoked for losing its label.
+		p, err := r.podOutsideList(ctx, fl, w.pods, rv.PodName, rv.PodUID)
+		if err != nil {
+			return w, err
+		}
+		if p != nil {
+			w.unlabeled = append(w.unlabeled, *p)
+		}
+	}
 	return w, nil
+}
+
+// podOutsideList reads pod (name, uid) uncached when it is not among the labeled pods,
+// so a pod that lost its label is never mistaken for a pod that is gone. It returns nil
+// when the pod is among them, or gone (a pod of the same name with another UID is
+// another pod).
+func (r *Reconciler) podOutsideList(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod, name string, uid types.UID) (*corev1.Pod, error) {
+	if findPod(pods, uid) != nil {
+		return nil, nil
+	}
+	p := &corev1.Pod{}
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fl.Namespace, Name: name}, p); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("looking for pod %s: %w", name, err)
+	case p.UID != uid:
+		return nil, nil
+	}
+	return p, nil
+}
+
+// revokeOnLease ends grant h on the Lease before the status records the revocation: it
+// clears the holder (and its UID, which tells this from a holder's own release) with the
+// resourceVersion read before the decision. A renewal that landed since makes it fail
+// with a Conflict, and the reconcile starts over and sees that renewal: the rule of
+// client-go's tryAcquireOrRenew. It returns the Lease as written.
+func (r *Reconciler) revokeOnLease(ctx context.Context, lease *coordinationv1.Lease, h *fencingv1.Holder) (*coordinationv1.Lease, error) {
+	if !leaseShows(lease, h) {
+		return lease, nil // the grant never reached the Lease: nobody could renew it
+	}
+	cleared := lease.DeepCopy()
+	cleared.Spec.HolderIdentity = nil
+	delete(cleared.Annotations, fencingv1.HolderUIDAnnotation)
+	if err := r.Update(ctx, cleared); err != nil {
+		return nil, err
+	}
+	return cleared, nil
 }
 
 // writeStatus writes the decided status with the resourceVersion that was read: a

@@ -1,6 +1,7 @@
 package fencedlease
 
 import (
+	"math"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -23,9 +24,16 @@ type world struct {
 	fl    *fencingv1.FencedLease
 	lease *coordinationv1.Lease // nil when there is none yet
 	pods  []corev1.Pod          // every pod labeled for this FencedLease
+	// holder is the pod status.holder names, confirmed by UID: from pods, or read
+	// uncached by name when it is not among them. nil when it is gone.
+	holder *corev1.Pod
+	// unlabeled are pods outside pods that the projection must still reach: a holder
+	// that lost its label, or the pod of a LabelRemoved revocation not yet finished.
+	unlabeled []corev1.Pod
 	// renewal is the tracker's view of the current holder's renewals; zero without holder.
 	renewal renewal
-	// now is the controller's clock; it carries a monotonic reading in production.
+	// now is the controller's clock, read before the Lease; it carries a monotonic
+	// reading in production.
 	now time.Time
 }
 
@@ -55,18 +63,35 @@ func decide(w world) decision {
 	d := decision{status: *fl.Status.DeepCopy()}
 	st := &d.status
 	st.ObservedGeneration = fl.Generation
-	// Adopt the Lease's high-water token: a re-created FencedLease continues above it.
-	st.FencingToken = max(st.FencingToken, parseToken(leaseAnnotations(w.lease)))
+	if foreignLease(w.lease, fl) {
+		// Not ours: adopt nothing, grant nothing, and leave the Lease alone. A deleted
+		// FencedLease still revokes its holder, so deletion is never blocked.
+		if st.Holder != nil && fl.DeletionTimestamp != nil {
+			d.revoke(w, fencingv1.ReasonFencedLeaseDeleted, 0)
+		}
+		setHeldCondition(st, fl, w.lease.Name)
+		return d
+	}
+	// The token floor: the Lease's high-water token (a re-created FencedLease continues
+	// above it) and spec.minFencingToken (a restore continues above it).
+	st.FencingToken = max(st.FencingToken, parseToken(leaseAnnotations(w.lease)), fl.Spec.MinFencingToken)
 
 	if h := st.Holder; h != nil {
 		switch reason := releaseReason(w, h); {
+		case leaseRevokedFor(w.lease, h):
+			// This controller cleared the Lease to revoke on expiry, and the status write
+			// that records it did not land: finish that revocation.
+			d.revoke(w, fencingv1.ReasonLeaseExpired, 0)
 		case reason != "":
 			d.released = &release{holder: *h, reason: reason}
 			st.Holder = nil
 		case fl.DeletionTimestamp != nil:
 			d.revoke(w, fencingv1.ReasonFencedLeaseDeleted, 0)
+		case w.holder.Labels[fencingv1.LeaseLabel] != fl.Name:
+			// Still there, still maybe running: not a release. Revoke it.
+			d.revoke(w, fencingv1.ReasonLabelRemoved, 0)
 		default:
-			deadline := w.renewal.observedAt.Add(leaseDuration(fl))
+			deadline := w.renewal.observedAt.Add(grantDuration(h, fl))
 			if left := deadline.Sub(w.now); left > 0 {
 				d.requeueAfter = left
 				if w.renewal.renewTime != nil {
@@ -83,24 +108,26 @@ func decide(w world) decision {
 		ended = d.released.holder.PodUID
 	}
 	waiting := candidates(w.pods, st, ended)
-	if st.Holder == nil && !fl.Spec.Suspend && fl.DeletionTimestamp == nil && len(waiting) > 0 {
+	if st.Holder == nil && !fl.Spec.Suspend && fl.DeletionTimestamp == nil && len(waiting) > 0 &&
+		st.FencingToken < math.MaxInt64 {
 		next := waiting[0]
 		waiting = waiting[1:]
 		st.FencingToken++
 		st.Transitions++
 		st.Holder = &fencingv1.Holder{
-			PodName:       next.Name,
-			PodUID:        next.UID,
-			Token:         st.FencingToken,
-			AcquireTime:   *microTime(w.now),
-			LastRenewTime: microTime(w.now),
+			PodName:              next.Name,
+			PodUID:               next.UID,
+			Token:                st.FencingToken,
+			AcquireTime:          *microTime(w.now),
+			LastRenewTime:        microTime(w.now),
+			LeaseDurationSeconds: specDurationSeconds(fl),
 		}
 		d.granted = st.Holder.DeepCopy()
 		d.grantedPodCreated = next.CreationTimestamp.Time
-		d.requeueAfter = leaseDuration(fl)
+		d.requeueAfter = grantDuration(st.Holder, fl)
 	}
 	st.Waiting = int32(len(waiting))
-	setHeldCondition(st, fl)
+	setHeldCondition(st, fl, "")
 	return d
 }
 
@@ -122,9 +149,8 @@ func (d *decision) revoke(w world, reason fencingv1.RevocationReason, lateness t
 // releaseReason says why the holder's grant ended without fault, or "" if it did not.
 // A terminating holder keeps its grant until it is gone: its containers may still run.
 func releaseReason(w world, h *fencingv1.Holder) string {
-	pod := findPod(w.pods, h.PodName)
-	switch {
-	case pod == nil || pod.UID != h.PodUID:
+	switch pod := w.holder; {
+	case pod == nil:
 		return releasePodDeleted
 	case finished(pod):
 		return releasePodFinished
@@ -134,12 +160,35 @@ func releaseReason(w world, h *fencingv1.Holder) string {
 	return ""
 }
 
-// leaseReleasedBy is true when the Lease carries the holder's token but no holder: the
-// holder cleared holderIdentity itself. A Lease that does not yet carry the token is a
-// grant the controller has not finished writing, not a release.
+// leaseReleasedBy is true when the Lease carries the holder's token and UID but no
+// holder: the holder cleared holderIdentity itself. A Lease that does not yet carry the
+// token is a grant the controller has not finished writing, not a release.
 func leaseReleasedBy(l *coordinationv1.Lease, h *fencingv1.Holder) bool {
+	return leaseCleared(l, h) && hasHolderUID(l)
+}
+
+// leaseRevokedFor is true when the Lease carries the holder's token but neither a holder
+// nor a holder UID: this controller cleared it to revoke the grant on expiry. (A holder
+// releasing clears holderIdentity only; the admission policy keeps the UID from it.)
+func leaseRevokedFor(l *coordinationv1.Lease, h *fencingv1.Holder) bool {
+	return leaseCleared(l, h) && !hasHolderUID(l)
+}
+
+func leaseCleared(l *coordinationv1.Lease, h *fencingv1.Holder) bool {
 	return l != nil && parseToken(l.Annotations) == h.Token &&
 		(l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "")
+}
+
+func hasHolderUID(l *coordinationv1.Lease) bool {
+	_, has := leaseAnnotations(l)[fencingv1.HolderUIDAnnotation]
+	return has
+}
+
+// foreignLease is true when a Lease of the FencedLease's name exists that this operator
+// did not create: it lacks the lease label naming this FencedLease. The operator never
+// adopts such a Lease (it may be a client-go leader election's).
+func foreignLease(l *coordinationv1.Lease, fl *fencingv1.FencedLease) bool {
+	return l != nil && l.Labels[fencingv1.LeaseLabel] != fl.Name
 }
 
 // leaseShows is true when the Lease names exactly this grant: pod, UID and token.
@@ -149,10 +198,20 @@ func leaseShows(l *coordinationv1.Lease, h *fencingv1.Holder) bool {
 		parseToken(l.Annotations) == h.Token
 }
 
-func leaseDuration(fl *fencingv1.FencedLease) time.Duration {
-	s := fl.Spec.LeaseDurationSeconds
+// specDurationSeconds is the duration a grant made now gets.
+func specDurationSeconds(fl *fencingv1.FencedLease) int32 {
+	if s := fl.Spec.LeaseDurationSeconds; s > 0 {
+		return s
+	}
+	return 15
+}
+
+// grantDuration is the duration frozen into grant h; a grant recorded before durations
+// were frozen falls back to the spec.
+func grantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
+	s := h.LeaseDurationSeconds
 	if s <= 0 {
-		s = 15
+		s = specDurationSeconds(fl)
 	}
 	return time.Duration(s) * time.Second
 }

@@ -25,28 +25,49 @@ func newFL(duration int32) *fencingv1.FencedLease {
 	}
 }
 
+// pod is a candidate as the admission webhook leaves it: labeled, state Waiting, gated.
 func pod(name string, created time.Time) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: key.Namespace, Name: name, UID: types.UID("uid-" + name),
-		CreationTimestamp: metav1.NewTime(created),
-		Labels:            map[string]string{fencingv1.LeaseLabel: key.Name},
-	}}
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: name, UID: types.UID("uid-" + name),
+			CreationTimestamp: metav1.NewTime(created),
+			Labels:            map[string]string{fencingv1.LeaseLabel: key.Name},
+			Annotations:       map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)},
+		},
+		Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: fencingv1.SchedulingGate}}},
+	}
 }
 
 // leaseFor is the Lease as grant step 2 writes it, renewed at renew.
 func leaseFor(h *fencingv1.Holder, renew time.Time) *coordinationv1.Lease {
-	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Annotations: map[string]string{
-			fencingv1.TokenAnnotation:     formatToken(h.Token),
-			fencingv1.HolderUIDAnnotation: string(h.PodUID),
-		}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.PodName), RenewTime: microTime(renew)},
-	}
+	l := tombstone(h.Token)
+	l.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
+	l.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.PodName), RenewTime: microTime(renew)}
+	return l
 }
 
-// step runs one reconcile's observation and decision at the fake clock's time.
+// tombstone is the operator's Lease with no holder and the high-water token.
+func tombstone(token int64) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name,
+		Labels:      map[string]string{fencingv1.LeaseLabel: key.Name},
+		Annotations: map[string]string{fencingv1.TokenAnnotation: formatToken(token)},
+	}}
+}
+
+// step runs one reconcile's observation and decision at the fake clock's time. The
+// holder pod is found among pods, as observe finds a holder that kept its label.
 func step(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) decision {
-	w := world{fl: fl, lease: lease, pods: pods}
+	var holder *corev1.Pod
+	if h := fl.Status.Holder; h != nil {
+		holder = findPod(pods, h.PodUID)
+	}
+	return stepWithHolder(tr, c, fl, lease, pods, holder)
+}
+
+// stepWithHolder is step with the holder pod as an uncached read found it.
+func stepWithHolder(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, holder *corev1.Pod) decision {
+	w := world{fl: fl, lease: lease, pods: pods, holder: holder}
 	if h := fl.Status.Holder; h != nil {
 		var rt *metav1.MicroTime
 		if leaseShows(lease, h) {
@@ -142,8 +163,7 @@ func TestHalfDoneGrantIsFinishedNotRegranted(t *testing.T) {
 	// Step 1 was written (token 5), the Lease still shows the tombstone of token 4.
 	fl.Status.FencingToken = 5
 	fl.Status.Holder = &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 5, AcquireTime: *microTime(t0)}
-	tomb := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{fencingv1.TokenAnnotation: "4"}}}
-	d := step(newRenewalTracker(c), c, fl, tomb, pods)
+	d := step(newRenewalTracker(c), c, fl, tombstone(4), pods)
 	if d.granted != nil || d.released != nil || d.revoked != nil {
 		t.Fatalf("a half-done grant must be kept: %+v", d)
 	}
@@ -177,7 +197,7 @@ func TestReleaseByLeaseNeedsTheHoldersToken(t *testing.T) {
 func TestTokenAdoptsTheLeaseHighWaterMark(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10) // re-created: empty status
-	tomb := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{fencingv1.TokenAnnotation: "41"}}}
+	tomb := tombstone(41)
 	d := step(newRenewalTracker(c), c, fl, tomb, []corev1.Pod{pod("a", t0)})
 	if d.granted == nil || d.granted.Token != 42 {
 		t.Fatalf("want token 42 above the tombstone's 41, got %+v", d.granted)
@@ -215,10 +235,27 @@ func TestCandidatesSkipPodsThatHadAGeneration(t *testing.T) {
 	tokened := pod("tokened", t0)
 	tokened.Annotations = map[string]string{fencingv1.TokenAnnotation: "2"}
 	waiting := pod("waiting", t0)
-	waiting.Annotations = map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)}
 	got := candidates([]corev1.Pod{finishedPod, terminating, revoked, tokened, waiting}, &fencingv1.FencedLeaseStatus{}, "")
 	if len(got) != 1 || got[0].Name != "waiting" {
 		t.Fatalf("candidates = %v", got)
+	}
+}
+
+// Only pods the webhook made candidates are ever granted: a pod labeled after creation
+// never went through it (no state, no gate), and a pod whose gate is gone may already run.
+func TestCandidatesAreWaitingAndGated(t *testing.T) {
+	labeledLater := pod("labeled-later", t0)
+	labeledLater.Annotations = nil
+	labeledLater.Spec.SchedulingGates = nil
+	ungated := pod("ungated", t0)
+	ungated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
+	released := pod("released", t0)
+	released.Annotations[fencingv1.StateAnnotation] = string(fencingv1.PodReleased)
+	twoGates := pod("two-gates", t0)
+	twoGates.Spec.SchedulingGates = append(twoGates.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: "example.com/other"})
+	got := candidates([]corev1.Pod{labeledLater, ungated, released, twoGates}, &fencingv1.FencedLeaseStatus{}, "")
+	if len(got) != 1 || got[0].Name != "two-gates" {
+		t.Fatalf("candidates = %v, want only the gated Waiting pod", got)
 	}
 }
 

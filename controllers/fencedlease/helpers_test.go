@@ -39,7 +39,15 @@ func createFL(ns, name string, duration int32, policy fencingv1.RevocationPolicy
 // gated, state Waiting.
 func createPod(ns, name, lease string) *corev1.Pod {
 	GinkgoHelper()
-	p := &corev1.Pod{
+	p := candidatePod(ns, name, lease)
+	Expect(k8s.Create(ctx, p)).To(Succeed())
+	return p
+}
+
+// candidatePod is a pod as the admission webhook leaves a candidate: labeled, gated,
+// state Waiting.
+func candidatePod(ns, name, lease string) *corev1.Pod {
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   ns,
 			Name:        name,
@@ -51,8 +59,6 @@ func createPod(ns, name, lease string) *corev1.Pod {
 			Containers:      []corev1.Container{{Name: "work", Image: "example.invalid/work"}},
 		},
 	}
-	Expect(k8s.Create(ctx, p)).To(Succeed())
-	return p
 }
 
 func getFL(ns, name string) *fencingv1.FencedLease {

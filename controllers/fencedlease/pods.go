@@ -11,7 +11,10 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// candidates are the pods that may be granted next, oldest first (ties by name). A pod
+// candidates are the pods that may be granted next, oldest first (ties by name): those
+// the admission webhook made candidates (state Waiting, still held back by the
+// scheduling gate). A pod labeled after it was created never went through the webhook,
+// and a pod whose gate is gone may already run ungranted: neither is ever granted. A pod
 // that ever held a token, or was released or revoked, never gets a second grant: one
 // pod, one generation. ended names a grant that ended in this decision, before its pod
 // could be marked.
@@ -29,7 +32,7 @@ func candidates(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus, ended types.
 		if _, has := p.Annotations[fencingv1.TokenAnnotation]; has {
 			continue
 		}
-		if s := podState(p); s == fencingv1.PodReleased || s == fencingv1.PodRevoked || s == fencingv1.PodHolding {
+		if podState(p) != fencingv1.PodWaiting || !hasGate(p) {
 			continue
 		}
 		out = append(out, p)
@@ -51,13 +54,20 @@ func podState(p *corev1.Pod) fencingv1.PodState {
 	return fencingv1.PodState(p.Annotations[fencingv1.StateAnnotation])
 }
 
-func findPod(pods []corev1.Pod, name string) *corev1.Pod {
+// findPod finds the pod with uid among pods.
+func findPod(pods []corev1.Pod, uid types.UID) *corev1.Pod {
 	for i := range pods {
-		if pods[i].Name == name {
+		if pods[i].UID == uid {
 			return &pods[i]
 		}
 	}
 	return nil
+}
+
+func hasGate(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == fencingv1.SchedulingGate
+	})
 }
 
 // parseToken reads a token annotation; a missing or malformed one counts as 0.

@@ -40,7 +40,7 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 	if h := st.Holder; h != nil {
 		want.Spec.HolderIdentity = ptr.To(h.PodName)
 		want.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
-		want.Spec.LeaseDurationSeconds = ptr.To(fl.Spec.LeaseDurationSeconds)
+		want.Spec.LeaseDurationSeconds = ptr.To(int32(grantDuration(h, fl).Seconds()))
 		if !leaseShows(lease, h) {
 			// Grant step 2, or a repair after someone else rewrote this grant's Lease. The
 			// renewTime goes back to the last one seen for this grant, so a repair never
@@ -60,7 +60,11 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 	}
 
 	if lease.ResourceVersion == "" {
-		return r.Create(ctx, want)
+		err := r.Create(ctx, want)
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil // the namespace and its tokens end together; nothing can be created there
+		}
+		return err
 	}
 	if equality.Semantic.DeepEqual(lease, want) {
 		return nil

@@ -1,15 +1,12 @@
 package fencedlease_test
 
 import (
-	"strconv"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -93,10 +90,7 @@ var _ = Describe("Controller restart and failover", func() {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "restart", Name: "invoices"},
 		})).To(Succeed())
 		for _, name := range []string{"p1", "p2"} {
-			Expect(own.Create(ctx, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "restart", Name: name, Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work"}}},
-			})).To(Succeed())
+			Expect(own.Create(ctx, candidatePod("restart", name, "invoices"))).To(Succeed())
 		}
 		holder := func(g Gomega) (string, int64) {
 			fl := &fencingv1.FencedLease{}
@@ -157,56 +151,8 @@ var _ = Describe("Controller restart and failover", func() {
 		deletePod(ns, "p2")
 		expectHolder(ns, "invoices", "p3", 3)
 
-		Expect(watcher.stop()).To(Equal([]int64{1, 2, 3}), "tokens in the order pods were marked Holding")
+		tokens, err := watcher.Stop()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tokens).To(Equal([]int64{1, 2, 3}), "tokens in the order pods were marked Holding")
 	})
 })
-
-// grantWatcher follows pods as they change and fails if two are ever marked Holding at
-// once; it records each token as its pod becomes Holding.
-type grantWatcher struct {
-	w      watch.Interface
-	done   chan struct{}
-	mu     sync.Mutex
-	tokens []int64
-}
-
-func watchGrants(ns string) *grantWatcher {
-	GinkgoHelper()
-	w, err := k8s.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns))
-	Expect(err).NotTo(HaveOccurred())
-	gw := &grantWatcher{w: w, done: make(chan struct{})}
-	go func() {
-		defer GinkgoRecover()
-		defer close(gw.done)
-		holding := map[string]int64{}
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			_, was := holding[p.Name]
-			if ev.Type == watch.Deleted || p.Annotations[fencingv1.StateAnnotation] != string(fencingv1.PodHolding) {
-				delete(holding, p.Name)
-				continue
-			}
-			token, err := strconv.ParseInt(p.Annotations[fencingv1.TokenAnnotation], 10, 64)
-			Expect(err).NotTo(HaveOccurred())
-			holding[p.Name] = token
-			Expect(holding).To(HaveLen(1), "two pods marked Holding at once")
-			if !was {
-				gw.mu.Lock()
-				gw.tokens = append(gw.tokens, token)
-				gw.mu.Unlock()
-			}
-		}
-	}()
-	return gw
-}
-
-func (gw *grantWatcher) stop() []int64 {
-	gw.w.Stop()
-	<-gw.done
-	gw.mu.Lock()
-	defer gw.mu.Unlock()
-	return gw.tokens
-}

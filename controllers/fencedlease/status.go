@@ -2,6 +2,7 @@ package fencedlease
 
 import (
 	"fmt"
+	"math"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,15 +11,25 @@ import (
 )
 
 // setHeldCondition says whether a pod holds the grant and, when none does, why.
-func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease) {
+// foreignLease names a Lease of the FencedLease's name that the operator did not create.
+func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, foreignLease string) {
 	c := metav1.Condition{Type: fencingv1.ConditionHeld, ObservedGeneration: fl.Generation}
 	switch {
+	case foreignLease != "":
+		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonLeaseConflict
+		c.Message = fmt.Sprintf("Lease %s/%s exists and was not created by the operator (it lacks label %s=%s); "+
+			"the operator will not adopt it: delete or rename it, or give this FencedLease another name",
+			fl.Namespace, foreignLease, fencingv1.LeaseLabel, fl.Name)
 	case st.Holder != nil:
 		c.Status, c.Reason = metav1.ConditionTrue, fencingv1.ReasonGranted
 		c.Message = fmt.Sprintf("pod %s holds token %d", st.Holder.PodName, st.Holder.Token)
 	case fl.DeletionTimestamp != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonDeleting
 		c.Message = "the FencedLease is being deleted; no new grants"
+	case st.FencingToken == math.MaxInt64:
+		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonTokensExhausted
+		c.Message = fmt.Sprintf("the highest fencing token is %d, the int64 limit: no token is left to grant; "+
+			"use a FencedLease of another name", st.FencingToken)
 	case fl.Spec.Suspend:
 		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonSuspended
 		c.Message = fmt.Sprintf("spec.suspend is true; %d pod(s) waiting", st.Waiting)

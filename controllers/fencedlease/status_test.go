@@ -1,6 +1,7 @@
 package fencedlease
 
 import (
+	"math"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,16 +18,25 @@ func TestSetHeldCondition(t *testing.T) {
 		holder   *fencingv1.Holder
 		suspend  bool
 		deleting bool
+		token    int64
+		foreign  string
 		status   metav1.ConditionStatus
 		reason   string
 		message  string
 	}{
-		{"held", holder, false, false, metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 7"},
-		{"held while suspended", holder, true, false, metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 7"},
-		{"suspended", nil, true, false, metav1.ConditionFalse, fencingv1.ReasonSuspended, "spec.suspend is true; 2 pod(s) waiting"},
-		{"deleting", nil, true, true, metav1.ConditionFalse, fencingv1.ReasonDeleting, "the FencedLease is being deleted; no new grants"},
-		{"nobody", nil, false, false, metav1.ConditionFalse, fencingv1.ReasonNoCandidates,
+		{"held", holder, false, false, 7, "", metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 7"},
+		{"held while suspended", holder, true, false, 7, "", metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 7"},
+		{"suspended", nil, true, false, 7, "", metav1.ConditionFalse, fencingv1.ReasonSuspended, "spec.suspend is true; 2 pod(s) waiting"},
+		{"deleting", nil, true, true, 7, "", metav1.ConditionFalse, fencingv1.ReasonDeleting, "the FencedLease is being deleted; no new grants"},
+		{"nobody", nil, false, false, 7, "", metav1.ConditionFalse, fencingv1.ReasonNoCandidates,
 			"no pod labeled fencing.fencedlease.io/lease=invoices is waiting in this namespace"},
+		{"a Lease the operator did not create, even with a holder", holder, false, false, 7, "invoices", metav1.ConditionFalse,
+			fencingv1.ReasonLeaseConflict, "Lease ns/invoices exists and was not created by the operator (it lacks label " +
+				"fencing.fencedlease.io/lease=invoices); the operator will not adopt it: delete or rename it, or give this FencedLease another name"},
+		{"tokens exhausted", nil, true, false, math.MaxInt64, "", metav1.ConditionFalse, fencingv1.ReasonTokensExhausted,
+			"the highest fencing token is 9223372036854775807, the int64 limit: no token is left to grant; use a FencedLease of another name"},
+		{"the last token is held", &fencingv1.Holder{PodName: "a", PodUID: "u", Token: math.MaxInt64}, false, false, math.MaxInt64, "",
+			metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 9223372036854775807"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,8 +45,8 @@ func TestSetHeldCondition(t *testing.T) {
 			if tc.deleting {
 				fl.DeletionTimestamp = ptr.To(metav1.Now())
 			}
-			st := &fencingv1.FencedLeaseStatus{Holder: tc.holder, Waiting: 2}
-			setHeldCondition(st, fl)
+			st := &fencingv1.FencedLeaseStatus{Holder: tc.holder, Waiting: 2, FencingToken: tc.token}
+			setHeldCondition(st, fl, tc.foreign)
 			c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld)
 			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message || c.ObservedGeneration != 1 {
 				t.Fatalf("got %+v", c)

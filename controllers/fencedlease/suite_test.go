@@ -74,10 +74,25 @@ func startControllerOn(cfg *rest.Config, ns string, o controllerOpts) (ctrl.Mana
 	return c.Manager, stop
 }
 
-// newNamespace creates a namespace of the spec's own.
+// newNamespace creates a namespace of the spec's own, watched until the spec ends by the
+// oracle: never two pods Holding at once, tokens only rising.
 func newNamespace() string {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fl-"}}
 	Expect(k8s.Create(context.Background(), ns)).To(Succeed())
+	watchGrants(ns.Name)
 	return ns.Name
+}
+
+// watchGrants runs the oracle on ns until the spec ends, and returns it for specs that
+// also check the order of tokens.
+func watchGrants(ns string) *testenv.GrantWatcher {
+	GinkgoHelper()
+	gw, err := testenv.WatchGrants(context.Background(), k8s, ns)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		_, err := gw.Stop()
+		Expect(err).NotTo(HaveOccurred(), "the grant oracle")
+	})
+	return gw
 }

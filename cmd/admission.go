@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/fencedlease/fencedlease/controllers/admissioncheck"
+)
+
+// admissionChecker reports, from the start, whether the admission policies are in place
+// and name this operator; its events are about the operator's own pod when it knows it.
+func admissionChecker(mgr ctrl.Manager) (*admissioncheck.Checker, error) {
+	var regarding runtime.Object
+	if name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"); name != "" && ns != "" {
+		p := &corev1.Pod{}
+		p.Name, p.Namespace = name, ns
+		p.APIVersion, p.Kind = "v1", "Pod"
+		regarding = p
+	}
+	uncached, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	return &admissioncheck.Checker{
+		Client:    uncached,
+		Recorder:  mgr.GetEventRecorder("fencedlease-admission-check"),
+		Regarding: regarding,
+		Metrics:   admissioncheck.NewMetrics(metrics.Registry),
+	}, nil
+}

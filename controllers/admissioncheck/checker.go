@@ -1,0 +1,145 @@
+package admissioncheck
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+// Policies are the shipped ValidatingAdmissionPolicies the operator relies on, each
+// bound by a binding of the same name (config/policy).
+var Policies = []string{
+	"fencedlease-holder-lease",
+	"fencedlease-lease-create",
+	"fencedlease-pod",
+	"fencedlease-status",
+}
+
+// OperatorParamKey is the key of the policies' parameter ConfigMap that names the
+// operator's user.
+const OperatorParamKey = "operator"
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get
+
+// Checker checks the policies when the manager starts, and again every Interval.
+type Checker struct {
+	// Client reads uncached and creates the SelfSubjectReview that tells who we are.
+	Client   client.Client
+	Recorder recorder.EventRecorder
+	// Regarding is what events are about: the operator's pod when known. Without it an
+	// event is about the policy at fault.
+	Regarding runtime.Object
+	Metrics   *Metrics
+	Interval  time.Duration
+
+	reported map[string]string // policy → problem last reported, to report a change once
+}
+
+// Start implements manager.Runnable.
+func (c *Checker) Start(ctx context.Context) error {
+	if c.Interval <= 0 {
+		c.Interval = 5 * time.Minute
+	}
+	for {
+		c.Check(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(c.Interval):
+		}
+	}
+}
+
+// Check looks at every policy once and reports what is wrong; it returns the problems
+// by policy (empty when all is well).
+func (c *Checker) Check(ctx context.Context) map[string]string {
+	log := logf.FromContext(ctx).WithName("admission-check")
+	me, err := c.whoAmI(ctx)
+	problems := map[string]string{}
+	for _, name := range Policies {
+		p := ""
+		if err != nil {
+			p = fmt.Sprintf("cannot tell which user this operator is: %v", err)
+		} else {
+			p = c.problem(ctx, name, me)
+		}
+		c.Metrics.set(name, p == "")
+		if p != "" {
+			problems[name] = p
+		}
+		if c.reported[name] == p {
+			continue
+		}
+		if c.reported == nil {
+			c.reported = map[string]string{}
+		}
+		c.reported[name] = p
+		if p == "" {
+			log.Info("admission policy in place", "policy", name)
+			continue
+		}
+		log.Error(nil, "admission policy NOT in place: ordinary users can break the grant guarantees, or the operator is denied its own writes; install config/policy (it is in dist/install.yaml)",
+			"policy", name, "problem", p)
+		c.event(name, p)
+	}
+	return problems
+}
+
+// problem says what is wrong with policy name, or "".
+func (c *Checker) problem(ctx context.Context, name, me string) string {
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, &admissionregistrationv1.ValidatingAdmissionPolicy{}); err != nil {
+		return fmt.Sprintf("ValidatingAdmissionPolicy %s: %v", name, err)
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, b); err != nil {
+		return fmt.Sprintf("ValidatingAdmissionPolicyBinding %s: %v", name, err)
+	}
+	if b.Spec.PolicyName != name {
+		return fmt.Sprintf("ValidatingAdmissionPolicyBinding %s binds policy %q, not %q", name, b.Spec.PolicyName, name)
+	}
+	ref := b.Spec.ParamRef
+	if ref == nil || ref.Name == "" {
+		return fmt.Sprintf("ValidatingAdmissionPolicyBinding %s names no parameter object: the policy cannot tell the operator apart", name)
+	}
+	params := &corev1.ConfigMap{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, params); err != nil {
+		return fmt.Sprintf("parameter ConfigMap %s/%s of binding %s: %v", ref.Namespace, ref.Name, name, err)
+	}
+	if got := params.Data[OperatorParamKey]; got != me {
+		return fmt.Sprintf("parameter ConfigMap %s/%s names the operator %q, but this operator runs as %q: the policies will deny its own writes",
+			ref.Namespace, ref.Name, got, me)
+	}
+	return ""
+}
+
+func (c *Checker) whoAmI(ctx context.Context) (string, error) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Client.Create(ctx, review); err != nil {
+		return "", err
+	}
+	return review.Status.UserInfo.Username, nil
+}
+
+func (c *Checker) event(policy, problem string) {
+	if c.Recorder == nil {
+		return
+	}
+	regarding := c.Regarding
+	if regarding == nil {
+		p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		p.Name = policy
+		p.APIVersion, p.Kind = "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"
+		regarding = p
+	}
+	c.Recorder.Eventf(regarding, nil, corev1.EventTypeWarning, "AdmissionPolicyMissing", "Check",
+		"admission policy %s is not in place: %s", policy, problem)
+}

@@ -1,0 +1,181 @@
+package fencedlease
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+func heldReason(st fencingv1.FencedLeaseStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// A holder that vanished from the labeled list but still exists (read uncached) lost its
+// label: it may still run, so it is revoked, never released as if deleted.
+func TestUnlabeledHolderIsRevokedNotReleased(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+	step(tr, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+
+	unlabeled := pods[0].DeepCopy()
+	delete(unlabeled.Labels, fencingv1.LeaseLabel)
+	d := stepWithHolder(tr, c, fl.DeepCopy(), leaseFor(h, t0), pods[1:], unlabeled)
+	if d.released != nil || d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLabelRemoved || d.revoked.PodName != "a" {
+		t.Fatalf("want a revoked (LabelRemoved), got released=%+v revoked=%+v", d.released, d.revoked)
+	}
+	if d.granted == nil || d.granted.PodName != "b" || d.granted.Token != 2 {
+		t.Fatalf("want b granted token 2, got %+v", d.granted)
+	}
+
+	relabeled := pods[0].DeepCopy()
+	relabeled.Labels[fencingv1.LeaseLabel] = "another-lease"
+	if d := stepWithHolder(tr, c, fl.DeepCopy(), leaseFor(h, t0), pods[1:], relabeled); d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLabelRemoved {
+		t.Fatalf("a holder relabeled to another FencedLease must be revoked here, got %+v", d.revoked)
+	}
+	// Really gone: a release.
+	if d := stepWithHolder(tr, c, fl.DeepCopy(), leaseFor(h, t0), pods[1:], nil); d.released == nil || d.released.reason != releasePodDeleted {
+		t.Fatalf("a holder that is gone is released, got %+v", d)
+	}
+}
+
+// A Lease of the FencedLease's name that the operator did not create (no lease label):
+// never adopted, whatever token it carries, and nothing is granted.
+func TestForeignLeaseIsNeverAdopted(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	for name, foreign := range map[string]*coordinationv1.Lease{
+		"a client-go leader election Lease": {
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("controller-0")},
+		},
+		"a forged tombstone at the int64 limit": {ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+			Annotations: map[string]string{fencingv1.TokenAnnotation: formatToken(math.MaxInt64)}}},
+		"labeled for another FencedLease": {ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+			Labels: map[string]string{fencingv1.LeaseLabel: "other"}, Annotations: map[string]string{fencingv1.TokenAnnotation: "99"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fl := newFL(10)
+			fl.Status.FencingToken = 3
+			d := step(newRenewalTracker(c), c, fl, foreign, []corev1.Pod{pod("a", t0)})
+			if d.granted != nil || d.status.FencingToken != 3 {
+				t.Fatalf("adopted a foreign Lease: granted=%+v token=%d", d.granted, d.status.FencingToken)
+			}
+			if heldReason(d.status) != fencingv1.ReasonLeaseConflict {
+				t.Fatalf("Held reason %q, want LeaseConflict", heldReason(d.status))
+			}
+		})
+	}
+	// Deletion is never blocked by it: the holder is revoked.
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0)}
+	step(newRenewalTracker(c), c, fl, nil, pods)
+	fl.DeletionTimestamp = &metav1.Time{Time: t0}
+	foreign := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if d := step(newRenewalTracker(c), c, fl, foreign, pods); d.revoked == nil || d.revoked.Reason != fencingv1.ReasonFencedLeaseDeleted {
+		t.Fatalf("deleting with a foreign Lease: want the holder revoked, got %+v", d.revoked)
+	}
+}
+
+// No token ever wraps: at the int64 limit nothing is granted and Held says why.
+func TestTokensNeverWrap(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	fl.Spec.MinFencingToken = math.MaxInt64 - 1
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+	d := step(tr, c, fl, nil, pods)
+	if d.granted == nil || d.granted.Token != math.MaxInt64 {
+		t.Fatalf("want the last token granted, got %+v", d.granted)
+	}
+	pods[0].Status.Phase = corev1.PodSucceeded
+	d = step(tr, c, fl, leaseFor(d.granted, t0), pods)
+	if d.released == nil || d.granted != nil || d.status.FencingToken != math.MaxInt64 {
+		t.Fatalf("want a release and no grant past the limit, got %+v", d)
+	}
+	if heldReason(d.status) != fencingv1.ReasonTokensExhausted || d.status.Waiting != 1 {
+		t.Fatalf("Held %q waiting %d, want TokensExhausted and b waiting", heldReason(d.status), d.status.Waiting)
+	}
+}
+
+// spec.minFencingToken raises the floor at once; a lower one changes nothing.
+func TestMinFencingTokenRaisesTheFloor(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(10)
+	fl.Spec.MinFencingToken = 100
+	d := step(newRenewalTracker(c), c, fl, tombstone(7), nil)
+	if d.status.FencingToken != 100 {
+		t.Fatalf("fencingToken %d, want the floor 100 at once (so the Lease tombstone keeps it)", d.status.FencingToken)
+	}
+	if d := step(newRenewalTracker(c), c, fl, tombstone(7), []corev1.Pod{pod("a", t0)}); d.granted == nil || d.granted.Token != 101 {
+		t.Fatalf("want token 101 above the floor, got %+v", d.granted)
+	}
+	low := newFL(10)
+	low.Spec.MinFencingToken = 3
+	if d := step(newRenewalTracker(c), c, low, tombstone(41), []corev1.Pod{pod("a", t0)}); d.granted == nil || d.granted.Token != 42 {
+		t.Fatalf("a floor below the tombstone changes nothing: got %+v", d.granted)
+	}
+}
+
+// Changing spec.leaseDurationSeconds mid-grant does not cut a holder short: the duration
+// is frozen per grant; the new one applies from the next grant.
+func TestDurationIsFrozenPerGrant(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(9)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+	d := step(tr, c, fl, nil, pods)
+	if d.granted.LeaseDurationSeconds != 9 {
+		t.Fatalf("grant froze %ds, want 9", d.granted.LeaseDurationSeconds)
+	}
+	h := fl.Status.Holder.DeepCopy()
+	step(tr, c, fl, leaseFor(h, t0), pods) // grant step 2 seen at once; no renewal after it
+	fl.Spec.LeaseDurationSeconds = 1
+	c.Step(8 * time.Second)
+	if d := step(tr, c, fl, leaseFor(h, t0), pods); d.revoked != nil || d.requeueAfter != time.Second {
+		t.Fatalf("revoked under the new 1s duration: revoked=%+v requeue=%v", d.revoked, d.requeueAfter)
+	}
+	c.Step(time.Second)
+	d = step(tr, c, fl, leaseFor(h, t0), pods)
+	if d.revoked == nil || d.granted == nil || d.granted.LeaseDurationSeconds != 1 {
+		t.Fatalf("want a revoked at 9s and b granted with the new 1s, got %+v", d)
+	}
+}
+
+// A revocation whose Lease write landed but whose status write did not (a crash in
+// between) is finished as a revocation, never mistaken for the holder's release.
+func TestHalfDoneRevocationIsFinished(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+	step(tr, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+
+	revokedByOperator := leaseFor(h, t0)
+	revokedByOperator.Spec.HolderIdentity = nil
+	delete(revokedByOperator.Annotations, fencingv1.HolderUIDAnnotation)
+	d := step(tr, c, fl.DeepCopy(), revokedByOperator, pods)
+	if d.released != nil || d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLeaseExpired || d.granted.Token != 2 {
+		t.Fatalf("want the revocation finished and token 2 granted, got %+v", d)
+	}
+	// The holder's own release keeps the UID (the policy forbids it to remove it).
+	releasedByHolder := leaseFor(h, t0)
+	releasedByHolder.Spec.HolderIdentity = nil
+	if d := step(tr, c, fl.DeepCopy(), releasedByHolder, pods); d.revoked != nil || d.released == nil {
+		t.Fatalf("a holder's release taken for a revocation: %+v", d)
+	}
+}

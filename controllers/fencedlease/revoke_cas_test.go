@@ -1,0 +1,149 @@
+package fencedlease
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// afterLeaseRead is an uncached reader that runs then right after it captured the Lease
+// and before the controller decides: the moment a pause would fall.
+type afterLeaseRead struct {
+	client.Client
+	then func()
+}
+
+func (r *afterLeaseRead) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.Client.Get(ctx, k, obj, opts...)
+	if _, isLease := obj.(*coordinationv1.Lease); isLease && r.then != nil {
+		r.then()
+		r.then = nil
+	}
+	return err
+}
+
+// casFixture is pod a holding token 1 on a 10 s lease, granted and seen at t0, with b
+// waiting, in a fake API server.
+type casFixture struct {
+	c      client.Client
+	clock  *clocktesting.FakeClock
+	r      *Reconciler
+	reader *afterLeaseRead
+}
+
+func newCASFixture(t *testing.T) *casFixture {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = fencingv1.AddToScheme(scheme)
+	fl := newFL(10)
+	fl.Finalizers = []string{fencingv1.Finalizer}
+	h := &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 1, AcquireTime: *microTime(t0), LeaseDurationSeconds: 10}
+	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 1, Holder: h, Transitions: 1}
+	lease := leaseFor(h, t0)
+	lease.Spec.LeaseDurationSeconds = ptr.To[int32](10)
+	a, b := pod("a", t0), pod("b", t0.Add(time.Second))
+	a.Annotations = map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodHolding), fencingv1.TokenAnnotation: "1"}
+	a.Spec.SchedulingGates = nil
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fl, lease, &a, &b).
+		WithStatusSubresource(&fencingv1.FencedLease{}).Build()
+	clock := clocktesting.NewFakeClock(t0)
+	reader := &afterLeaseRead{Client: c}
+	r := &Reconciler{Client: c, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry())}
+	r.tracker = newRenewalTracker(clock)
+	f := &casFixture{c: c, clock: clock, r: r, reader: reader}
+	f.reconcile(t) // the controller sees the grant at t0
+	return f
+}
+
+func (f *casFixture) reconcile(t *testing.T) {
+	t.Helper()
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renew is the holder's renewal, written with the resourceVersion it read.
+func (f *casFixture) renew(t *testing.T) {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := f.c.Get(context.Background(), key, l); err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.RenewTime = microTime(f.clock.Now().Add(time.Hour)) // the holder's own clock: only the change counts
+	if err := f.c.Update(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *casFixture) holder(t *testing.T) (string, int64, int64) {
+	t.Helper()
+	fl := &fencingv1.FencedLease{}
+	if err := f.c.Get(context.Background(), key, fl); err != nil {
+		t.Fatal(err)
+	}
+	if fl.Status.Holder == nil {
+		return "", fl.Status.FencingToken, fl.Status.Revocations
+	}
+	return fl.Status.Holder.PodName, fl.Status.Holder.Token, fl.Status.Revocations
+}
+
+// The clock is read before the Lease: a pause between the Lease read and the decision
+// (here the clock jumping past expiry right after the read) cannot revoke a holder whose
+// renewal the read might have missed.
+func TestExpiryIsJudgedOnTheClockReadBeforeTheLease(t *testing.T) {
+	f := newCASFixture(t)
+	f.clock.Step(9 * time.Second)
+	f.reader.then = func() { f.clock.Step(2 * time.Second) }
+	f.reconcile(t)
+	if name, token, revocations := f.holder(t); name != "a" || token != 1 || revocations != 0 {
+		t.Fatalf("holder %s token %d revocations %d: revoked on a clock read after the Lease", name, token, revocations)
+	}
+}
+
+// Revocation is a compare-and-swap on the Lease: a renewal that lands between the read
+// and the revocation wins, and the holder keeps its grant.
+func TestRevocationLosesToARenewalThatLandedAfterTheRead(t *testing.T) {
+	f := newCASFixture(t)
+	f.clock.Step(11 * time.Second) // expired by the controller's clock
+	f.reader.then = func() { f.renew(t) }
+	f.reconcile(t)
+	if name, token, revocations := f.holder(t); name != "a" || token != 1 || revocations != 0 {
+		t.Fatalf("holder %s token %d revocations %d: revoked a holder whose renewal landed", name, token, revocations)
+	}
+	l := &coordinationv1.Lease{}
+	if err := f.c.Get(context.Background(), key, l); err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Deref(l.Spec.HolderIdentity, "") != "a" {
+		t.Fatalf("the Lease lost its holder: %+v", l.Spec)
+	}
+	f.reconcile(t) // sees the renewal: a full duration from now
+	if name, _, _ := f.holder(t); name != "a" {
+		t.Fatalf("revoked right after its renewal was seen")
+	}
+
+	// Without a renewal, the same revocation goes through: the test can fail.
+	f.clock.Step(11 * time.Second)
+	f.reconcile(t)
+	if name, token, revocations := f.holder(t); name != "b" || token != 2 || revocations != 1 {
+		t.Fatalf("holder %s token %d revocations %d, want b token 2 after one revocation", name, token, revocations)
+	}
+	p := &corev1.Pod{}
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: "a"}, p); err == nil && p.DeletionTimestamp == nil {
+		t.Fatalf("the revoked pod a was neither deleted nor terminating: %v", p.Annotations)
+	}
+}
