@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 // Policies are the shipped ValidatingAdmissionPolicies the operator relies on, each
@@ -34,7 +34,7 @@ const OperatorParamKey = "operator"
 type Checker struct {
 	// Client reads uncached and creates the SelfSubjectReview that tells who we are.
 	Client   client.Client
-	Recorder recorder.EventRecorder
+	Recorder events.EventRecorder
 	// Regarding is what events are about: the operator's pod when known. Without it an
 	// event is about the policy at fault.
 	Regarding runtime.Object

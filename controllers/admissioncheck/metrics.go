@@ -27,3 +27,6 @@ func (m *Metrics) set(policy string, ready bool) {
 	}
 	m.ready.WithLabelValues(policy).Set(v)
 }
+
+// Gauge is the series of policy, for tests and debugging.
+func (m *Metrics) Gauge(policy string) prometheus.Gauge { return m.ready.WithLabelValues(policy) }

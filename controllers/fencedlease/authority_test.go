@@ -74,8 +74,8 @@ func TestForeignLeaseIsNeverAdopted(t *testing.T) {
 			if d.granted != nil || d.status.FencingToken != 3 {
 				t.Fatalf("adopted a foreign Lease: granted=%+v token=%d", d.granted, d.status.FencingToken)
 			}
-			if heldReason(d.status) != fencingv1.ReasonLeaseConflict {
-				t.Fatalf("Held reason %q, want LeaseConflict", heldReason(d.status))
+			if heldReason(d.status) != fencingv1.ReasonLeaseConflict || d.requeueAfter != conflictRecheck {
+				t.Fatalf("Held reason %q requeue %v, want LeaseConflict and a recheck (its deletion brings no event)", heldReason(d.status), d.requeueAfter)
 			}
 		})
 	}

@@ -56,6 +56,9 @@ type release struct {
 	reason string
 }
 
+// conflictRecheck is how often a FencedLease blocked by a foreign Lease looks again.
+const conflictRecheck = 5 * time.Second
+
 // decide computes the next status from what was observed. It is pure: all writes
 // happen after it, starting with the status it returns.
 func decide(w world) decision {
@@ -70,6 +73,9 @@ func decide(w world) decision {
 			d.revoke(w, fencingv1.ReasonFencedLeaseDeleted, 0)
 		}
 		setHeldCondition(st, fl, w.lease.Name)
+		// The cache holds labeled Leases only, so the foreign one's deletion brings no
+		// event: look again soon.
+		d.requeueAfter = conflictRecheck
 		return d
 	}
 	// The token floor: the Lease's high-water token (a re-created FencedLease continues

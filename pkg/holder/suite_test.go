@@ -83,7 +83,8 @@ func grantedNamespace(durationSeconds int32) string {
 	})).To(Succeed())
 	for _, name := range []string{"a", "b"} {
 		Expect(k8s.Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fencingv1.LeaseLabel: "invoices"},
+				Annotations: map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)}}, // as the webhook leaves it
 			Spec: corev1.PodSpec{
 				SchedulingGates: []corev1.PodSchedulingGate{{Name: fencingv1.SchedulingGate}},
 				Containers:      []corev1.Container{{Name: "work", Image: "example.invalid/work"}},

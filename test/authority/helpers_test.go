@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/admissioncheck"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -194,3 +196,11 @@ func expectDenied(err error, message string) {
 
 // briefly is how long a "never happens" is watched.
 const briefly = 1500 * time.Millisecond
+
+func metricOf(c *admissioncheck.Checker, policy string) prometheus.Gauge { return c.Metrics.Gauge(policy) }
+
+// leaseLabeled is a Lease labeled as the operator's, as anyone might try to create it.
+func leaseLabeled(ns, name string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{fencingv1.LeaseLabel: name}}}
+}

@@ -3,17 +3,20 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -83,13 +86,42 @@ func TestLocalRun(t *testing.T) {
 		t.Errorf("the binary did not tell how to reach its control plane:\n%s", stderr.String())
 	}
 
-	for _, obj := range samples(t, filepath.Join(root, "config", "samples")) {
+	// As kubectl apply -k orders them: the FencedLease before the pods that name it (the
+	// webhook refuses a pod whose FencedLease does not exist).
+	objs := samples(t, filepath.Join(root, "config", "samples"))
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return cmp.Compare(kindOrder(a), kindOrder(b))
+	})
+	for _, obj := range objs {
 		obj.SetNamespace("default")
+		var lastErr error
 		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			return c.Create(ctx, obj) == nil, nil // the CRD may still be settling
+			lastErr = c.Create(ctx, obj) // the CRD and the webhook may still be settling
+			return lastErr == nil, nil
 		}); err != nil {
-			t.Fatalf("creating sample %s: %v", obj.GetName(), err)
+			t.Fatalf("creating sample %s: %v (last: %v)", obj.GetName(), err, lastErr)
 		}
+	}
+
+	// The webhook gated the sample pod, and the policies refuse the local admin a forged
+	// token: make run serves both.
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "invoice-run-1"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Annotations["fencing.fencedlease.io/state"] == "" || len(pod.Spec.Containers[0].Env) == 0 {
+		t.Errorf("the sample pod did not go through the webhook: %v", pod.Annotations)
+	}
+	if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "invoice-run-1"}, p); err != nil {
+			return false, err
+		}
+		p.Annotations["fencing.fencedlease.io/token"] = "999"
+		err := c.Update(ctx, p)
+		return err != nil && strings.Contains(err.Error(), "written by the operator alone"), nil
+	}); err != nil {
+		t.Errorf("the local admin could forge a token on the embedded control plane: %v", err)
 	}
 
 	fl := &unstructured.Unstructured{}
@@ -104,6 +136,11 @@ func TestLocalRun(t *testing.T) {
 		return holder == "invoice-run-1" && token == 1, nil
 	}); err != nil {
 		t.Fatalf("sample pod not granted token 1: %v\nstatus: %v\n%s", err, fl.Object["status"], stderr.String())
+	}
+
+	// The operator checked at start that its policies are installed and name it.
+	if out := stderr.String(); strings.Count(out, "admission policy in place") != 4 || strings.Contains(out, "NOT in place") {
+		t.Errorf("the start-up check did not find the four policies in place:\n%s", out)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -126,6 +163,14 @@ func TestLocalRun(t *testing.T) {
 	if out, err := exec.Command("pgrep", "-f", "kube-apiserver.*--secure-port="+port).Output(); err == nil {
 		t.Fatalf("kube-apiserver (pid %s) still running after the operator exited", strings.TrimSpace(string(out)))
 	}
+}
+
+// kindOrder puts FencedLeases first.
+func kindOrder(o *unstructured.Unstructured) int {
+	if o.GetKind() == "FencedLease" {
+		return 0
+	}
+	return 1
 }
 
 // samples reads every object in config/samples except the kustomization.

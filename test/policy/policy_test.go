@@ -128,7 +128,7 @@ var _ = Describe("Lease policy", func() {
 		a := asPod(ns, "a", holderUID)
 		l := lease(a)
 		l.Annotations[fencingv1.TokenAnnotation] = "4"
-		expectDenied(a.Update(ctx, l), "the fencing token, holder UID and lease label are the operator's to write")
+		expectDenied(a.Update(ctx, l), "the labels, annotations (the fencing token, the holder UID), owner references and finalizers of this Lease are the operator's to write")
 	})
 
 	It("refuses a holder handing the Lease to another pod", func() {
@@ -138,11 +138,41 @@ var _ = Describe("Lease policy", func() {
 		expectDenied(a.Update(ctx, l), "a holder may only clear holderIdentity (release), never hand the Lease to another pod")
 	})
 
+	DescribeTable("refuses a holder changing the Lease's metadata",
+		func(mutate func(*coordinationv1.Lease)) {
+			a := asPod(ns, "a", holderUID)
+			l := lease(a)
+			mutate(l)
+			expectDenied(a.Update(ctx, l), "the labels, annotations (the fencing token, the holder UID), owner references and finalizers of this Lease are the operator's to write")
+		},
+		Entry("a label of its own", func(l *coordinationv1.Lease) { l.Labels["team"] = "billing" }),
+		Entry("removing the lease label", func(l *coordinationv1.Lease) { delete(l.Labels, fencingv1.LeaseLabel) }),
+		Entry("an annotation of its own", func(l *coordinationv1.Lease) { l.Annotations["note"] = "mine" }),
+		Entry("raising its token", func(l *coordinationv1.Lease) { l.Annotations[fencingv1.TokenAnnotation] = "4" }),
+		Entry("an owner reference (garbage collection would delete the tombstone)", func(l *coordinationv1.Lease) {
+			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "a", UID: holderUID}}
+		}),
+		Entry("a finalizer", func(l *coordinationv1.Lease) { l.Finalizers = []string{"example.com/keep"} }),
+	)
+
 	It("refuses a holder stretching its lease", func() {
 		a := asPod(ns, "a", holderUID)
 		l := lease(a)
 		l.Spec.LeaseDurationSeconds = ptr.To[int32](3600)
-		expectDenied(a.Update(ctx, l), "leaseDurationSeconds, leaseTransitions and acquireTime are the operator's to write")
+		expectDenied(a.Update(ctx, l), "leaseDurationSeconds, leaseTransitions, acquireTime, strategy and preferredHolder are the operator's to write")
+	})
+
+	It("refuses creating a labeled Lease to anyone but the operator", func() {
+		forged := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged",
+			Labels: map[string]string{fencingv1.LeaseLabel: "forged"}, Annotations: map[string]string{fencingv1.TokenAnnotation: "9223372036854775807"}}}
+		expectDenied(asUser("erin", "system:masters").Create(ctx, forged), "only the operator creates Leases labeled fencing.fencedlease.io/lease (they carry fencing tokens), not erin")
+		Expect(admin.Create(ctx, forged)).To(Succeed(), "the operator may")
+	})
+
+	It("lets anyone with RBAC delete the Lease once its namespace is being deleted", func() {
+		root := asUser("erin", "system:masters")
+		Expect(admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(root.Delete(ctx, lease(admin))).To(Succeed())
 	})
 
 	It("refuses deleting the Lease, which carries the high-water token, even to a cluster admin", func() {

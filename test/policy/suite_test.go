@@ -23,11 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/config/policy"
 	"github.com/fencedlease/fencedlease/pkg/fence"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
-
-const shippedOperator = "system:serviceaccount:fencedlease-system:fencedlease-controller-manager"
 
 var (
 	testEnv *envtest.Environment
@@ -54,10 +53,16 @@ var _ = BeforeSuite(func() {
 	Expect(operator).NotTo(BeEmpty())
 
 	root := testenv.RepoRoot()
-	install(filepath.Join(root, "config", "policy"), shippedOperator, operator)
-	install(filepath.Join(root, "config", "rbac", "holder_role.yaml"), "", "")
-	install(filepath.Join(root, "config", "rbac", "user_roles.yaml"), "", "")
-	install(filepath.Join(root, "config", "fence"), "", "")
+	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fencedlease-system"}})).To(Succeed())
+	policies, err := policy.Objects(operator)
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range policies {
+		Expect(admin.Create(ctx, o)).To(Succeed())
+	}
+	install(filepath.Join(root, "config", "rbac", "holder_role.yaml"))
+	install(filepath.Join(root, "config", "rbac", "user_roles.yaml"))
+	install(filepath.Join(root, "config", "fence"))
+	installWidgetCRD()
 	// The API server loads new policies asynchronously: wait until each one refuses.
 	probe := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "default", Name: "probe", Labels: map[string]string{"fencing.fencedlease.io/lease": "probe"},
@@ -78,8 +83,8 @@ var _ = BeforeSuite(func() {
 })
 
 // install creates every object in path (a file, or a folder's YAML files but its
-// kustomization), with from replaced by to.
-func install(path, from, to string) {
+// kustomization).
+func install(path string) {
 	GinkgoHelper()
 	files := []string{path}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
@@ -91,12 +96,7 @@ func install(path, from, to string) {
 		}
 		raw, err := os.ReadFile(f)
 		Expect(err).NotTo(HaveOccurred())
-		text := string(raw)
-		if from != "" {
-			Expect(text).To(ContainSubstring(from), "%s must name the operator", f)
-			text = strings.ReplaceAll(text, from, to)
-		}
-		for _, doc := range strings.Split(text, "\n---\n") {
+		for _, doc := range strings.Split(string(raw), "\n---\n") {
 			obj := map[string]any{}
 			Expect(yaml.Unmarshal([]byte(doc), &obj)).To(Succeed())
 			if len(obj) == 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -29,10 +30,13 @@ import (
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
 )
 
-// Scheme knows the built-in types and the FencedLease.
+// Scheme knows the built-in types, CRDs and the FencedLease.
 func Scheme() *k8sruntime.Scheme {
 	s := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := fencingv1.AddToScheme(s); err != nil {
