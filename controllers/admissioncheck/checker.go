@@ -76,7 +76,7 @@ func (c *Checker) Check(ctx context.Context) map[string]string {
 		if p != "" {
 			problems[name] = p
 		}
-		if c.reported[name] == p {
+		if last, seen := c.reported[name]; seen && last == p {
 			continue
 		}
 		if c.reported == nil {

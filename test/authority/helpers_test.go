@@ -197,7 +197,9 @@ func expectDenied(err error, message string) {
 // briefly is how long a "never happens" is watched.
 const briefly = 1500 * time.Millisecond
 
-func metricOf(c *admissioncheck.Checker, policy string) prometheus.Gauge { return c.Metrics.Gauge(policy) }
+func metricOf(c *admissioncheck.Checker, policy string) prometheus.Gauge {
+	return c.Metrics.Gauge(policy)
+}
 
 // leaseLabeled is a Lease labeled as the operator's, as anyone might try to create it.
 func leaseLabeled(ns, name string) *coordinationv1.Lease {
