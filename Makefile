@@ -96,7 +96,7 @@ build: ## Build the operator (also the agent) and the example invoice scheduler 
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/invoice-scheduler ./cmd/invoice-scheduler
 
 .PHONY: run
-run: envtest build ## Run the operator (no webhook: a cluster cannot call back to this machine) against KUBECONFIG, or an embedded control plane if none.
+run: envtest build ## Run the operator against KUBECONFIG without webhook (a cluster cannot call back here), or on an embedded control plane, which always gets the webhook and the policies.
 	$(BIN)/fencedlease --local-control-plane=auto --leader-elect=false --webhook=false
 
 .PHONY: docker-build

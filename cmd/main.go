@@ -71,7 +71,8 @@ func runManager() error {
 	}
 	if lcp != nil {
 		defer lcp.stop()
-		// The embedded API server calls the webhook back on this machine.
+		// The embedded API server calls the webhook back on this machine: serve it there,
+		// whatever --webhook says (make run passes false for a real cluster's sake).
 		o.webhook.serveLocally(lcp.webhook)
 	}
 

@@ -127,13 +127,16 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 	}
 	w.pods = pods.Items
 	if h := fl.Status.Holder; h != nil {
-		holder, err := r.podOutsideList(ctx, fl, w.pods, h.PodName, h.PodUID)
-		if err != nil {
-			return w, err
-		}
-		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && holder != nil {
-			w.holder = holder
-			w.unlabeled = append(w.unlabeled, *holder)
+		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil {
+			// Not among the labeled pods: gone, or still there without its label.
+			holder, err := r.podByUID(ctx, fl.Namespace, h.PodName, h.PodUID)
+			if err != nil {
+				return w, err
+			}
+			if holder != nil {
+				w.holder = holder
+				w.unlabeled = append(w.unlabeled, *holder)
+			}
 		}
 		var renewTime *metav1.MicroTime // nil: the Lease does not show this grant yet
 		if leaseShows(w.lease, h) {
@@ -141,9 +144,10 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 		}
 		w.renewal = r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, renewTime)
 	}
-	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved {
-		// Finish marking (and deleting) a pod revoked for losing its label.
-		p, err := r.podOutsideList(ctx, fl, w.pods, rv.PodName, rv.PodUID)
+	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved && findPod(w.pods, rv.PodUID) == nil {
+		// Finish marking (and deleting) a pod revoked for losing its label: one uncached
+		// read a reconcile, until the next revocation.
+		p, err := r.podByUID(ctx, fl.Namespace, rv.PodName, rv.PodUID)
 		if err != nil {
 			return w, err
 		}
@@ -154,16 +158,12 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 	return w, nil
 }
 
-// podOutsideList reads pod (name, uid) uncached when it is not among the labeled pods,
-// so a pod that lost its label is never mistaken for a pod that is gone. It returns nil
-// when the pod is among them, or gone (a pod of the same name with another UID is
-// another pod).
-func (r *Reconciler) podOutsideList(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod, name string, uid types.UID) (*corev1.Pod, error) {
-	if findPod(pods, uid) != nil {
-		return nil, nil
-	}
+// podByUID reads pod (name, uid) uncached, for a pod the label-filtered cache does not
+// show: so a pod that lost its label is never mistaken for one that is gone. It returns
+// nil when the pod is gone (a pod of the same name with another UID is another pod).
+func (r *Reconciler) podByUID(ctx context.Context, ns, name string, uid types.UID) (*corev1.Pod, error) {
 	p := &corev1.Pod{}
-	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: fl.Namespace, Name: name}, p); {
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p); {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:

@@ -23,11 +23,22 @@
 //
 // # Clocks
 //
-// Expiry is judged on this process's monotonic clock, counted from the moment it observed
-// the holder's renewTime change; the renewTime value itself, written on another machine,
-// is compared only for change. A controller that starts (or becomes leader) knows nothing
+// Expiry is judged on this process's monotonic clock, read before the Lease, counted from
+// the moment it observed the holder's renewTime change; the renewTime value itself,
+// written on another machine, is compared only for change. A revocation for expiry is a
+// compare-and-swap: the Lease's holder is cleared with the resourceVersion that was read,
+// so a renewal that landed in between wins, and only then is the revocation written to the
+// status. Each grant keeps the lease duration it was made with. A controller that starts (or becomes leader) knows nothing
 // of earlier observations and gives every holder a full duration from its first look. The
 // assumption is that clocks run at about the same rate; they need not agree.
+//
+// # Authority
+//
+// Only pods the admission webhook made candidates (state Waiting, still gated) are
+// granted. A holder is confirmed by UID with an uncached read before it is released as
+// gone: one that lost its label is revoked. A Lease without the lease label is never
+// adopted (Held=False, LeaseConflict), and no token wraps (TokensExhausted). The admission
+// policies in config/policy keep everyone else from forging these states.
 //
 // # What is not guaranteed
 //

@@ -2,13 +2,9 @@ package podwebhook_test
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
-	"net"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -62,24 +58,11 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	o := &testEnv.WebhookInstallOptions
-	srv := webhook.NewServer(webhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir})
 	h := &podwebhook.Handler{Reader: k8s, Decoder: admission.NewDecoder(scheme), AgentImage: agentImage}
-	srv.Register(podwebhook.Path, &webhook.Admission{Handler: counting{h}})
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
-	go func() {
-		defer GinkgoRecover()
-		Expect(srv.Start(srvCtx)).To(Succeed())
-	}()
-	addr := net.JoinHostPort(o.LocalServingHost, fmt.Sprint(o.LocalServingPort))
-	Eventually(func() error {
-		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local test server
-		if err == nil {
-			conn.Close()
-		}
-		return err
-	}).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+	_, err = testenv.ServeWebhook(srvCtx, &testEnv.WebhookInstallOptions, podwebhook.Path, &webhook.Admission{Handler: counting{h}})
+	Expect(err).NotTo(HaveOccurred())
 })
 
 func newNamespace() string {

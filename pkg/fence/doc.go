@@ -13,14 +13,21 @@
 //     single writer: the stored token never goes down and no write with a lower token
 //     ever commits.
 //   - Kubernetes objects: the ValidatingAdmissionPolicy in config/fence rejects an update of
-//     an object labeled fencing.fencedlease.io/fenced=true whose token annotation is lower
-//     than the one it carries; Stamp sets the annotation on a write.
+//     an object labeled fencing.fencedlease.io/fenced=true, through the object or any
+//     subresource, whose token annotation is lower than the one it carries; Stamp sets the
+//     annotation on a write. Status subresources that drop metadata changes carry no token:
+//     UpdateStatus stamps first and writes the status with the resourceVersion the stamp
+//     returned, so a newer generation's write in between fails it with a Conflict.
 //   - HTTP: Middleware rejects a request whose Fencing-Token header is older than the
-//     Store's, with 409 Conflict, before the handler runs.
+//     Store's, with 409 Conflict, and runs the handler inside Store.Do: no other request for
+//     the resource is admitted until the handler returns, so an older token's effect never
+//     lands after a newer one's.
 //
 // # What it does not do
 //
 // Tokens do not make retries within one generation idempotent: two writes with the same
 // token are both accepted. Pair the token with an idempotency key (a unique constraint on
-// the business row). And only writes that go through a fence are protected.
+// the business row). Only writes that go through a fence are protected; deletes of
+// Kubernetes objects are not fenced (a delete carries no token). A fence is no access
+// control: whoever may write the resource may offer any token.
 package fence

@@ -3,7 +3,6 @@ package fence_test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,16 +22,10 @@ func TestMiddleware(t *testing.T) {
 			served = append(served, token)
 			w.WriteHeader(http.StatusNoContent)
 		}))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
+	base := listen(t, h)
 
 	post := func(path, token string) (int, map[string]any) {
-		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://%s/%s", l.Addr(), path), nil)
+		req, _ := http.NewRequest(http.MethodPost, base+"/"+path, nil)
 		if token != "" {
 			req.Header.Set(fence.Header, token)
 		}

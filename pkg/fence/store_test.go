@@ -48,6 +48,12 @@ func serve(t *testing.T, store fence.Store, hold func(token int64), fx *effects)
 			fx.land(token)
 			w.WriteHeader(http.StatusNoContent)
 		}))
+	return listen(t, h) + "/"
+}
+
+// listen serves h on a loopback port until the test ends, and returns its base URL.
+func listen(t *testing.T, h http.Handler) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +61,7 @@ func serve(t *testing.T, store fence.Store, hold func(token int64), fx *effects)
 	srv := &http.Server{Handler: h}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return "http://" + l.Addr().String() + "/"
+	return "http://" + l.Addr().String()
 }
 
 func send(t *testing.T, url string, token int64) int {

@@ -74,6 +74,12 @@ func grantedNamespace(durationSeconds int32) string {
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "holder-"}}
 	Expect(k8s.Create(ctx, nsObj)).To(Succeed())
 	ns := nsObj.Name
+	grants, err := testenv.WatchGrants(ctx, k8s, ns)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		_, err := grants.Stop()
+		Expect(err).NotTo(HaveOccurred(), "the grant oracle: never two pods Holding, tokens only rising")
+	})
 	c, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{Name: "ctrl"})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(c.Stop)

@@ -45,11 +45,7 @@ func asPod(ns, name string, uid types.UID) client.Client {
 // bind grants subject the ClusterRole role in ns.
 func bind(ns, role string, subject rbacv1.Subject) {
 	GinkgoHelper()
-	Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: role + "-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{subject},
-	})).To(Succeed())
+	Expect(testenv.BindClusterRole(ctx, k8s, ns, role, subject)).To(Succeed())
 }
 
 // world is one spec's namespace: the operator watching it, the oracle on it, and its
@@ -205,4 +201,15 @@ func metricOf(c *admissioncheck.Checker, policy string) prometheus.Gauge {
 func leaseLabeled(ns, name string) *coordinationv1.Lease {
 	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 		Labels: map[string]string{fencingv1.LeaseLabel: name}}}
+}
+
+// finish plays the kubelet reporting pod Succeeded (through pods/status: an update of the
+// pod itself drops status changes).
+func (w *world) finish(pod string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		p := w.pod(g, pod)
+		p.Status.Phase = corev1.PodSucceeded
+		g.Expect(w.root.Status().Update(ctx, p)).To(Succeed())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 }

@@ -72,9 +72,7 @@ var _ = Describe("Leases (issue 7, items 3 and 4)", func() {
 		w.createPod("a", "last")
 		w.expectHolder("last", "a", maxToken)
 		w.createPod("b", "last")
-		Expect(update(w.root, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "a"}}, func(p *corev1.Pod) {
-			p.Status.Phase = corev1.PodSucceeded
-		})).To(Succeed())
+		w.finish("a")
 		w.expectHeld("last", metav1.ConditionFalse, fencingv1.ReasonTokensExhausted, "no token is left to grant")
 		Consistently(func(g Gomega) {
 			w.expectWaiting(g, "b")
@@ -134,9 +132,7 @@ var _ = Describe("The spec (issue 7, items 7 and 8)", func() {
 
 		By("the next grant is above the floor")
 		w.createPod("b", "invoices")
-		Expect(update(w.root, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "a"}}, func(p *corev1.Pod) {
-			p.Status.Phase = corev1.PodSucceeded
-		})).To(Succeed())
+		w.finish("a")
 		w.expectHolder("invoices", "b", 101)
 	})
 

@@ -6,9 +6,6 @@ package authority
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -108,22 +105,11 @@ func aggregateOnce() {
 // serveWebhook runs the pod webhook where envtest points the shipped configuration,
 // reading FencedLeases as the operator does.
 func serveWebhook(o *envtest.WebhookInstallOptions) {
-	srv := webhook.NewServer(webhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir})
-	(&podwebhook.Handler{Reader: operator, Decoder: admission.NewDecoder(testenv.Scheme()), AgentImage: "fencedlease:test"}).Register(srv)
+	h := &podwebhook.Handler{Reader: operator, Decoder: admission.NewDecoder(testenv.Scheme()), AgentImage: "fencedlease:test"}
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
-	go func() {
-		defer GinkgoRecover()
-		Expect(srv.Start(srvCtx)).To(Succeed())
-	}()
-	addr := net.JoinHostPort(o.LocalServingHost, fmt.Sprint(o.LocalServingPort))
-	Eventually(func() error {
-		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // local test server
-		if err == nil {
-			conn.Close()
-		}
-		return err
-	}).WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed())
+	_, err := testenv.ServeWebhook(srvCtx, o, podwebhook.Path, &webhook.Admission{Handler: h})
+	Expect(err).NotTo(HaveOccurred())
 }
 
 // waitForPolicies waits until the API server enforces every policy (it loads them

@@ -45,7 +45,7 @@ func TestLocalRun(t *testing.T) {
 
 	kubeconfig := filepath.Join(dir, "local.kubeconfig")
 	var stderr lockedBuffer
-	cmd := exec.Command(bin, "--local-control-plane=auto", "--leader-elect=false",
+	cmd := exec.Command(bin, "--local-control-plane=auto", "--leader-elect=false", "--webhook=false", // as make run
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--local-control-plane-assets="+assets, "--local-kubeconfig="+kubeconfig)
 	cmd.Dir = root

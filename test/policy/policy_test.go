@@ -49,11 +49,7 @@ func asUser(name string, groups ...string) client.Client {
 // bind grants subject the ClusterRole role in namespace ns.
 func bind(ns, role string, subject rbacv1.Subject) {
 	GinkgoHelper()
-	Expect(admin.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: role + "-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{subject},
-	})).To(Succeed())
+	Expect(testenv.BindClusterRole(ctx, admin, ns, role, subject)).To(Succeed())
 }
 
 // expectDenied asserts the write was refused by admission with message.
