@@ -2,7 +2,6 @@ package podwebhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -57,12 +56,13 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("looking up FencedLease %q: %w", lease, err))
 	}
+	before := pod.DeepCopy()
 	if err := mutate(pod, lease, h.AgentImage); err != nil {
 		return admission.Denied(err.Error())
 	}
-	raw, err := json.Marshal(pod)
+	patches, err := patchFor(before, pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return admission.Patched("", patches...)
 }

@@ -16,6 +16,10 @@ import (
 // mutate makes pod a candidate of lease. It is idempotent: a pod it already mutated
 // comes out unchanged. agentImage is the image of the renewal sidecar.
 func mutate(pod *corev1.Pod, lease, agentImage string) error {
+	if pod.Spec.NodeName != "" {
+		return fmt.Errorf("spec.nodeName is set (%s): a pod bound to a node when it is created cannot be held back by a scheduling gate, "+
+			"so it could start before it is granted; remove spec.nodeName and choose the node with nodeSelector or node affinity", pod.Spec.NodeName)
+	}
 	if _, has := pod.Annotations[fencingv1.TokenAnnotation]; has {
 		return fmt.Errorf("pods may not set annotation %s: only the operator grants tokens", fencingv1.TokenAnnotation)
 	}

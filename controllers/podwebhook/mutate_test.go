@@ -49,6 +49,8 @@ func TestMutateRefusals(t *testing.T) {
 		edit func(*corev1.Pod)
 		want string
 	}{
+		"bound to a node": {func(p *corev1.Pod) { p.Spec.NodeName = "node-1" },
+			"spec.nodeName is set (node-1): a pod bound to a node when it is created cannot be held back by a scheduling gate"},
 		"own token": {func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.TokenAnnotation: "99"} },
 			"pods may not set annotation fencing.fencedlease.io/token: only the operator grants tokens"},
 		"own state": {func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.StateAnnotation: "Holding"} },

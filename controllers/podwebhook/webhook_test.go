@@ -120,6 +120,8 @@ var _ = Describe("Pod admission", func() {
 		Entry("a container with its own FENCING_TOKEN", func(p *corev1.Pod) {
 			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "FENCING_TOKEN", Value: "7"}}
 		}, `container "log" already sets FENCING_TOKEN to something else; remove it: the operator injects it`),
+		Entry("a pod already bound to a node, which no gate can hold back", func(p *corev1.Pod) { p.Spec.NodeName = "node-1" },
+			"spec.nodeName is set (node-1): a pod bound to a node when it is created cannot be held back by a scheduling gate, so it could start before it is granted; remove spec.nodeName"),
 		Entry("an empty label", func(p *corev1.Pod) { p.Labels[fencingv1.LeaseLabel] = "" },
 			"label fencing.fencedlease.io/lease must name a FencedLease in this namespace"),
 	)
