@@ -70,9 +70,9 @@ func TestHandlerPatchesOnlyWhatItAdds(t *testing.T) {
 	spec := got["spec"].(map[string]any)
 	inits := spec["initContainers"].([]any)
 	for path, ok := range map[string]bool{
-		"metadata.futureMeta":                        got["metadata"].(map[string]any)["futureMeta"] == "m",
-		"spec.futureSpec":                            spec["futureSpec"] != nil,
-		"spec.containers[0].futureContainerField":    spec["containers"].([]any)[0].(map[string]any)["futureContainerField"] == "c",
+		"metadata.futureMeta":                       got["metadata"].(map[string]any)["futureMeta"] == "m",
+		"spec.futureSpec":                           spec["futureSpec"] != nil,
+		"spec.containers[0].futureContainerField":   spec["containers"].([]any)[0].(map[string]any)["futureContainerField"] == "c",
 		"the agent first among the init containers": inits[0].(map[string]any)["name"] == fencingv1.AgentContainerName,
 		"spec.initContainers[1] is migrate, unknown field and all": inits[1].(map[string]any)["name"] == "migrate" &&
 			inits[1].(map[string]any)["futureContainerField"] == "i",
