@@ -6,7 +6,10 @@ SHELL := /usr/bin/env bash -o pipefail
 
 IMG ?= fencedlease:dev
 BIN := $(CURDIR)/bin
-K8S_VERSION := $(shell sed -n 's/^require k8s.io\/kubernetes v\(.*\)$$/\1/p' hack/envtest/kube-apiserver/go.mod)
+K8S_VERSION := $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" { print substr($$3, 2) } $$1 == "k8s.io/kubernetes" { print substr($$2, 2) }' hack/envtest/kubernetes/go.mod)
+ifeq ($(K8S_VERSION),)
+$(error no k8s.io/kubernetes version in hack/envtest/kubernetes/go.mod)
+endif
 KUBEBUILDER_ASSETS ?= $(BIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS
 
@@ -21,7 +24,7 @@ all: build
 ##@ Tools
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver and etcd from Go modules into bin/k8s/<version> (cached).
+envtest: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok from Go modules into bin/k8s/<version> (cached).
 	@bash hack/envtest/build.sh "$(KUBEBUILDER_ASSETS)" >/dev/null
 
 $(CONTROLLER_GEN): hack/tools/go.mod

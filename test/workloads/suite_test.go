@@ -1,0 +1,80 @@
+// Package workloads runs the operator against a small real cluster (test/cluster): the
+// real scheduler and controller-manager, kwok nodes, and the shipped pod webhook.
+package workloads
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/fencedlease/fencedlease/controllers/podwebhook"
+	"github.com/fencedlease/fencedlease/test/cluster"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+var (
+	ctx = context.Background()
+	cl  *cluster.Cluster
+	// k8s reads and writes uncached, as the test's own admin.
+	k8s client.WithWatch
+)
+
+const (
+	timeout = 30 * time.Second
+	poll    = 100 * time.Millisecond
+)
+
+func TestWorkloads(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Workloads on a real scheduler, controller-manager and kwok nodes")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	env, err := testenv.New()
+	Expect(err).NotTo(HaveOccurred())
+	env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "webhook")}}
+	cl, err = cluster.Start(cluster.Options{Env: env, Nodes: 2})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		GinkgoWriter.Printf("component logs: %s\n", cl.Logs())
+		Expect(cl.Stop()).To(Succeed())
+	})
+	k8s, err = client.NewWithWatch(cl.Config, client.Options{Scheme: testenv.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+
+	h := &podwebhook.Handler{Reader: k8s, Decoder: admission.NewDecoder(testenv.Scheme()), AgentImage: "fencedlease:test"}
+	srvCtx, stop := context.WithCancel(ctx)
+	DeferCleanup(stop)
+	_, err = testenv.ServeWebhook(srvCtx, &env.WebhookInstallOptions, podwebhook.Path, &webhook.Admission{Handler: h})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+// newNamespace creates a namespace with the operator watching it and the grant oracle on it.
+func newNamespace() string {
+	GinkgoHelper()
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wl-"}}
+	Expect(k8s.Create(ctx, nsObj)).To(Succeed())
+	grants, err := testenv.WatchGrants(ctx, k8s, nsObj.Name)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		_, err := grants.Stop()
+		Expect(err).NotTo(HaveOccurred(), "the grant oracle: never two pods Holding, tokens only rising")
+	})
+	c, err := testenv.StartController(cl.Config, nsObj.Name, testenv.ControllerOptions{Name: "operator"})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(c.Stop()).To(Succeed()) })
+	return nsObj.Name
+}
