@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,8 +15,11 @@ import (
 
 // runAgent is `fencedlease agent`: the renewal sidecar the webhook injects into pods that
 // ask for it. It reads its grant from the injected env and renews until the pod stops.
+// With --probe it is the sidecar's startupProbe instead: it exits 0 once the Lease shows
+// the grant renewed.
 func runAgent(args []string) error {
 	fs := flag.NewFlagSet("agent", flag.ExitOnError)
+	probe := fs.Bool("probe", false, "Answer the startupProbe: succeed once the grant was renewed, then exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -34,5 +39,10 @@ func runAgent(args []string) error {
 		return fmt.Errorf("creating client: %w", err)
 	}
 	cfg.Leases = cs.CoordinationV1()
+	if *probe {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // within the probe's timeout
+		defer cancel()
+		return holder.Probe(ctx, cfg)
+	}
 	return holder.RunAgent(ctrl.SetupSignalHandler(), cfg, log)
 }

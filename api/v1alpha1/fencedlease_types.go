@@ -27,6 +27,17 @@ type FencedLeaseSpec struct {
 	// +kubebuilder:validation:Maximum=3600
 	LeaseDurationSeconds int32 `json:"leaseDurationSeconds,omitempty"`
 
+	// StartupDeadlineSeconds is how long a granted pod has to renew for the first time:
+	// to be scheduled, pull its images and start. Until its first renewal this, not
+	// leaseDurationSeconds, bounds the grant, so a slow start is not taken for a dead
+	// holder. The default, 300, covers a slow image pull and a busy scheduler; a pod that
+	// cannot start at all (unschedulable, a bad image) holds everyone up that long.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	StartupDeadlineSeconds int32 `json:"startupDeadlineSeconds,omitempty"`
+
 	// RevocationPolicy is applied to a holder whose lease expired.
 	// +optional
 	// +kubebuilder:default=DeletePod
@@ -69,6 +80,17 @@ type Holder struct {
 	// +optional
 	LastRenewTime *metav1.MicroTime `json:"lastRenewTime,omitempty"`
 
+	// FirstRenewTime is when the controller first observed the holder renew (its own
+	// clock). Until then the grant is starting, bounded by StartupDeadlineSeconds.
+	// +optional
+	FirstRenewTime *metav1.MicroTime `json:"firstRenewTime,omitempty"`
+
+	// StartupDeadlineSeconds is the startup deadline of this grant, frozen when it was made.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	StartupDeadlineSeconds int32 `json:"startupDeadlineSeconds,omitempty"`
+
 	// LeaseDurationSeconds is the lease duration of this grant, frozen when it was made:
 	// a change of spec.leaseDurationSeconds applies from the next grant on, so a holder
 	// that renews on time is never cut short.
@@ -105,12 +127,16 @@ type Revocation struct {
 }
 
 // RevocationReason says why a grant was revoked.
-// +kubebuilder:validation:Enum=LeaseExpired;FencedLeaseDeleted;LabelRemoved
+// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved
 type RevocationReason string
 
 const (
 	// ReasonLeaseExpired: no renewal was observed for a whole lease duration.
 	ReasonLeaseExpired RevocationReason = "LeaseExpired"
+	// ReasonStartupDeadlineExceeded: the holder never renewed within the startup deadline.
+	// It never ran (pkg/holder and the agent renew before any work starts), so its pod is
+	// deleted whatever the revocation policy: kept, it could still start later.
+	ReasonStartupDeadlineExceeded RevocationReason = "StartupDeadlineExceeded"
 	// ReasonFencedLeaseDeleted: the FencedLease is being deleted.
 	ReasonFencedLeaseDeleted RevocationReason = "FencedLeaseDeleted"
 	// ReasonLabelRemoved: the holder pod still exists but no longer carries the lease

@@ -2,6 +2,7 @@ package fencedlease
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,17 +166,88 @@ func TestHalfDoneRevocationIsFinished(t *testing.T) {
 	step(tr, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 
-	revokedByOperator := leaseFor(h, t0)
-	revokedByOperator.Spec.HolderIdentity = nil
-	delete(revokedByOperator.Annotations, fencingv1.HolderUIDAnnotation)
-	d := step(tr, c, fl.DeepCopy(), revokedByOperator, pods)
-	if d.released != nil || d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLeaseExpired || d.granted.Token != 2 {
-		t.Fatalf("want the revocation finished and token 2 granted, got %+v", d)
+	for renewTime, reason := range map[time.Time]fencingv1.RevocationReason{
+		t0.Add(time.Second): fencingv1.ReasonLeaseExpired,            // it had renewed
+		t0:                  fencingv1.ReasonStartupDeadlineExceeded, // it never renewed
+	} {
+		revokedByOperator := leaseFor(h, renewTime)
+		revokedByOperator.Spec.HolderIdentity = nil
+		delete(revokedByOperator.Annotations, fencingv1.HolderUIDAnnotation)
+		d := step(tr, c, fl.DeepCopy(), revokedByOperator, pods)
+		if d.released != nil || d.revoked == nil || d.revoked.Reason != reason || d.granted.Token != 2 {
+			t.Fatalf("want the revocation finished (%s) and token 2 granted, got %+v", reason, d)
+		}
 	}
 	// The holder's own release keeps the UID (the policy forbids it to remove it).
 	releasedByHolder := leaseFor(h, t0)
 	releasedByHolder.Spec.HolderIdentity = nil
 	if d := step(tr, c, fl.DeepCopy(), releasedByHolder, pods); d.revoked != nil || d.released == nil {
 		t.Fatalf("a holder's release taken for a revocation: %+v", d)
+	}
+}
+
+// A grant that has not renewed yet is starting: the startup deadline bounds it, not the
+// lease duration, so a slow image pull is not taken for a dead holder. From the first
+// observed renewal on, the lease duration applies. Each is frozen at grant.
+func TestStartupDeadlineUntilTheFirstRenewal(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(2)
+	fl.Spec.StartupDeadlineSeconds = 60
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+	d := step(tr, c, fl, nil, pods)
+	if d.granted.StartupDeadlineSeconds != 60 || d.requeueAfter != 60*time.Second {
+		t.Fatalf("grant froze %ds, requeue %v; want 60s", d.granted.StartupDeadlineSeconds, d.requeueAfter)
+	}
+	h := fl.Status.Holder.DeepCopy()
+	fl.Spec.StartupDeadlineSeconds = 1 // a change applies from the next grant
+	c.Step(30 * time.Second)
+	d = step(tr, c, fl, leaseFor(h, t0), pods) // grant step 2 seen; no renewal yet
+	if d.revoked != nil || fl.Status.Holder.FirstRenewTime != nil {
+		t.Fatalf("a starting holder revoked after 30s, or taken for started: %+v", d)
+	}
+	if !strings.Contains(fl.Status.Conditions[0].Message, "starting") {
+		t.Fatalf("Held does not say the grant is starting: %q", fl.Status.Conditions[0].Message)
+	}
+
+	// Its first renewal at +40s: from then on the 2s lease.
+	c.Step(10 * time.Second)
+	d = step(tr, c, fl, leaseFor(h, t0.Add(40*time.Second)), pods)
+	if d.revoked != nil || d.requeueAfter != 2*time.Second || fl.Status.Holder.FirstRenewTime == nil ||
+		!fl.Status.Holder.FirstRenewTime.Time.Equal(t0.Add(40*time.Second)) {
+		t.Fatalf("after the first renewal: %+v, firstRenewTime %v", d, fl.Status.Holder.FirstRenewTime)
+	}
+	if strings.Contains(fl.Status.Conditions[0].Message, "starting") {
+		t.Fatalf("Held still says starting: %q", fl.Status.Conditions[0].Message)
+	}
+	c.Step(2*time.Second + time.Millisecond)
+	d = step(tr, c, fl, leaseFor(h, t0.Add(40*time.Second)), pods)
+	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLeaseExpired {
+		t.Fatalf("want LeaseExpired 2s after the last renewal, got %+v", d.revoked)
+	}
+	if d.granted == nil || d.granted.StartupDeadlineSeconds != 1 {
+		t.Fatalf("the next grant takes the new startup deadline: %+v", d.granted)
+	}
+}
+
+// A holder that never renews is revoked at the startup deadline, with its own reason;
+// after a controller restart it gets a full startup deadline again.
+func TestNeverRenewedIsRevokedAtTheStartupDeadline(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(2)
+	fl.Spec.StartupDeadlineSeconds = 60
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+	step(newRenewalTracker(c), c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+
+	c.Step(50 * time.Second)
+	restarted := newRenewalTracker(c)
+	if d := step(restarted, c, fl, leaseFor(h, t0), pods); d.revoked != nil || d.requeueAfter != 60*time.Second {
+		t.Fatalf("after a restart: %+v, want a full startup deadline", d)
+	}
+	c.Step(60*time.Second + time.Millisecond)
+	d := step(restarted, c, fl, leaseFor(h, t0), pods)
+	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonStartupDeadlineExceeded || d.granted.PodName != "b" {
+		t.Fatalf("want a revoked (StartupDeadlineExceeded) and b granted, got %+v", d)
 	}
 }

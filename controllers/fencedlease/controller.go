@@ -84,7 +84,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	d := decide(w)
 	ours := !foreignLease(w.lease, fl)
-	if rv := d.revoked; rv != nil && rv.Reason == fencingv1.ReasonLeaseExpired && ours {
+	if rv := d.revoked; rv != nil && expired(rv.Reason) && ours {
 		if w.lease, err = r.revokeOnLease(ctx, w.lease, fl.Status.Holder); err != nil {
 			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)
 		}
@@ -106,6 +106,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.Update(ctx, fl)
 	}
 	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
+}
+
+// expired is true for the revocations decided by the clock, which a renewal may race.
+func expired(r fencingv1.RevocationReason) bool {
+	return r == fencingv1.ReasonLeaseExpired || r == fencingv1.ReasonStartupDeadlineExceeded
 }
 
 // observe reads the clock, then the Lease (uncached) and the labeled pods, confirms the

@@ -87,7 +87,11 @@ func decide(w world) decision {
 		case leaseRevokedFor(w.lease, h):
 			// This controller cleared the Lease to revoke on expiry, and the status write
 			// that records it did not land: finish that revocation.
-			d.revoke(w, fencingv1.ReasonLeaseExpired, 0)
+			reason := fencingv1.ReasonLeaseExpired
+			if !renewedSinceGrant(w.lease, h) {
+				reason = fencingv1.ReasonStartupDeadlineExceeded
+			}
+			d.revoke(w, reason, 0)
 		case reason != "":
 			d.released = &release{holder: *h, reason: reason}
 			st.Holder = nil
@@ -97,14 +101,23 @@ func decide(w world) decision {
 			// Still there, still maybe running: not a release. Revoke it.
 			d.revoke(w, fencingv1.ReasonLabelRemoved, 0)
 		default:
-			deadline := w.renewal.observedAt.Add(grantDuration(h, fl))
+			// Until its first renewal a grant is starting, bounded by the startup deadline.
+			limit, reason := grantDuration(h, fl), fencingv1.ReasonLeaseExpired
+			started := h.FirstRenewTime != nil || (leaseShows(w.lease, h) && renewedSinceGrant(w.lease, h))
+			if !started {
+				limit, reason = startupDeadline(h, fl), fencingv1.ReasonStartupDeadlineExceeded
+			}
+			deadline := w.renewal.observedAt.Add(limit)
 			if left := deadline.Sub(w.now); left > 0 {
 				d.requeueAfter = left
 				if w.renewal.renewTime != nil {
 					h.LastRenewTime = microTime(w.renewal.observedAt)
 				}
+				if started && h.FirstRenewTime == nil {
+					h.FirstRenewTime = microTime(w.renewal.observedAt)
+				}
 			} else {
-				d.revoke(w, fencingv1.ReasonLeaseExpired, -left)
+				d.revoke(w, reason, -left)
 			}
 		}
 	}
@@ -121,16 +134,17 @@ func decide(w world) decision {
 		st.FencingToken++
 		st.Transitions++
 		st.Holder = &fencingv1.Holder{
-			PodName:              next.Name,
-			PodUID:               next.UID,
-			Token:                st.FencingToken,
-			AcquireTime:          *microTime(w.now),
-			LastRenewTime:        microTime(w.now),
-			LeaseDurationSeconds: specDurationSeconds(fl),
+			PodName:                next.Name,
+			PodUID:                 next.UID,
+			Token:                  st.FencingToken,
+			AcquireTime:            *microTime(w.now),
+			LastRenewTime:          microTime(w.now),
+			LeaseDurationSeconds:   specDurationSeconds(fl),
+			StartupDeadlineSeconds: specStartupSeconds(fl),
 		}
 		d.granted = st.Holder.DeepCopy()
 		d.grantedPodCreated = next.CreationTimestamp.Time
-		d.requeueAfter = grantDuration(st.Holder, fl)
+		d.requeueAfter = startupDeadline(st.Holder, fl)
 	}
 	st.Waiting = int32(len(waiting))
 	setHeldCondition(st, fl, "")
@@ -197,6 +211,13 @@ func foreignLease(l *coordinationv1.Lease, fl *fencingv1.FencedLease) bool {
 	return l != nil && l.Labels[fencingv1.LeaseLabel] != fl.Name
 }
 
+// renewedSinceGrant is true when the Lease's renewTime moved on from the acquireTime grant
+// step 2 wrote: the holder renewed at least once. Read from the Lease, it survives a
+// controller restart.
+func renewedSinceGrant(l *coordinationv1.Lease, h *fencingv1.Holder) bool {
+	return l != nil && l.Spec.RenewTime != nil && !l.Spec.RenewTime.Equal(&h.AcquireTime)
+}
+
 // leaseShows is true when the Lease names exactly this grant: pod, UID and token.
 func leaseShows(l *coordinationv1.Lease, h *fencingv1.Holder) bool {
 	return l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == h.PodName &&
@@ -210,6 +231,23 @@ func specDurationSeconds(fl *fencingv1.FencedLease) int32 {
 		return s
 	}
 	return 15
+}
+
+// specStartupSeconds is the startup deadline a grant made now gets.
+func specStartupSeconds(fl *fencingv1.FencedLease) int32 {
+	if s := fl.Spec.StartupDeadlineSeconds; s > 0 {
+		return s
+	}
+	return 300
+}
+
+// startupDeadline is the startup deadline frozen into grant h.
+func startupDeadline(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
+	s := h.StartupDeadlineSeconds
+	if s <= 0 {
+		s = specStartupSeconds(fl)
+	}
+	return time.Duration(s) * time.Second
 }
 
 // grantDuration is the duration frozen into grant h; a grant recorded before durations

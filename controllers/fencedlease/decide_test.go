@@ -21,7 +21,9 @@ var key = types.NamespacedName{Namespace: "ns", Name: "invoices"}
 func newFL(duration int32) *fencingv1.FencedLease {
 	return &fencingv1.FencedLease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Generation: 1},
-		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: duration, RevocationPolicy: fencingv1.DeletePodPolicy},
+		// A startup deadline equal to the duration: tests of startup set their own.
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: duration, StartupDeadlineSeconds: duration,
+			RevocationPolicy: fencingv1.DeletePodPolicy},
 	}
 }
 
@@ -242,7 +244,8 @@ func TestCandidatesSkipPodsThatHadAGeneration(t *testing.T) {
 }
 
 // Only pods the webhook made candidates are ever granted: a pod labeled after creation
-// never went through it (no state, no gate), and a pod whose gate is gone may already run.
+// never went through it (no state, no gate), a pod whose gate is gone may already run,
+// and a pod another gate still holds could not start.
 func TestCandidatesAreWaitingAndGated(t *testing.T) {
 	labeledLater := pod("labeled-later", t0)
 	labeledLater.Annotations = nil
@@ -251,11 +254,17 @@ func TestCandidatesAreWaitingAndGated(t *testing.T) {
 	ungated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}}
 	released := pod("released", t0)
 	released.Annotations[fencingv1.StateAnnotation] = string(fencingv1.PodReleased)
-	twoGates := pod("two-gates", t0)
-	twoGates.Spec.SchedulingGates = append(twoGates.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: "example.com/other"})
-	got := candidates([]corev1.Pod{labeledLater, ungated, released, twoGates}, &fencingv1.FencedLeaseStatus{}, "")
-	if len(got) != 1 || got[0].Name != "two-gates" {
-		t.Fatalf("candidates = %v, want only the gated Waiting pod", got)
+	queued := pod("queued", t0) // a queue's gate is still on it: it could not start yet
+	queued.Spec.SchedulingGates = append(queued.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: "example.com/queue"})
+	ready := pod("ready", t0.Add(time.Second))
+	got := candidates([]corev1.Pod{labeledLater, ungated, released, queued, ready}, &fencingv1.FencedLeaseStatus{}, "")
+	if len(got) != 1 || got[0].Name != "ready" {
+		t.Fatalf("candidates = %v, want only the Waiting pod held back by our gate alone", got)
+	}
+	// Once the queue lifts its gate, it is first again (oldest).
+	queued.Spec.SchedulingGates = queued.Spec.SchedulingGates[:1]
+	if got := candidates([]corev1.Pod{queued, ready}, &fencingv1.FencedLeaseStatus{}, ""); len(got) != 2 || got[0].Name != "queued" {
+		t.Fatalf("candidates = %v, want queued first once only our gate is left", got)
 	}
 }
 

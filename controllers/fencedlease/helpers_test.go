@@ -29,7 +29,9 @@ func createFL(ns, name string, duration int32, policy fencingv1.RevocationPolicy
 	GinkgoHelper()
 	fl := &fencingv1.FencedLease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: duration, RevocationPolicy: policy},
+		// A startup deadline equal to the duration: a holder that never renews is revoked
+		// one duration after its grant. Specs about startup set their own.
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: duration, StartupDeadlineSeconds: duration, RevocationPolicy: policy},
 	}
 	Expect(k8s.Create(ctx, fl)).To(Succeed())
 	return fl

@@ -13,7 +13,7 @@ import (
 
 // candidates are the pods that may be granted next, oldest first (ties by name): those
 // the admission webhook made candidates (state Waiting, still held back by the
-// scheduling gate). A pod labeled after it was created never went through the webhook,
+// scheduling gate) that no other scheduling gate holds back any more. A pod labeled after it was created never went through the webhook,
 // and a pod whose gate is gone may already run ungranted: neither is ever granted. A pod
 // that ever held a token, or was released or revoked, never gets a second grant: one
 // pod, one generation. ended names a grant that ended in this decision, before its pod
@@ -32,7 +32,7 @@ func candidates(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus, ended types.
 		if _, has := p.Annotations[fencingv1.TokenAnnotation]; has {
 			continue
 		}
-		if podState(p) != fencingv1.PodWaiting || !hasGate(p) {
+		if podState(p) != fencingv1.PodWaiting || !onlyOurGate(p) {
 			continue
 		}
 		out = append(out, p)
@@ -64,10 +64,11 @@ func findPod(pods []corev1.Pod, uid types.UID) *corev1.Pod {
 	return nil
 }
 
-func hasGate(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
-		return g.Name == fencingv1.SchedulingGate
-	})
+// onlyOurGate is true when our scheduling gate is the only one left: a pod another gate
+// still holds (a queue's, say) could not start if granted, and would spend its startup
+// deadline and everyone's wait for nothing.
+func onlyOurGate(p *corev1.Pod) bool {
+	return len(p.Spec.SchedulingGates) == 1 && p.Spec.SchedulingGates[0].Name == fencingv1.SchedulingGate
 }
 
 // parseToken reads a token annotation; a missing or malformed one counts as 0.

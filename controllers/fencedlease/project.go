@@ -116,13 +116,23 @@ func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *c
 			return err
 		}
 	}
-	if podState(p) == fencingv1.PodRevoked && fl.Spec.RevocationPolicy != fencingv1.KeepPodPolicy && p.DeletionTimestamp == nil {
+	if podState(p) == fencingv1.PodRevoked && p.DeletionTimestamp == nil && mustDelete(fl, p) {
 		err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting revoked pod %s: %w", p.Name, err)
 		}
 	}
 	return nil
+}
+
+// mustDelete is true for a revoked pod under DeletePod, and for one revoked before it ever
+// renewed whatever the policy: it never ran, and kept it could still be scheduled and
+// start with a dead token.
+func mustDelete(fl *fencingv1.FencedLease, p *corev1.Pod) bool {
+	if rv := fl.Status.LastRevocation; rv != nil && rv.PodUID == p.UID && rv.Reason == fencingv1.ReasonStartupDeadlineExceeded {
+		return true
+	}
+	return fl.Spec.RevocationPolicy != fencingv1.KeepPodPolicy
 }
 
 // patchPod applies mutate with an optimistic lock, and skips the write when it changes

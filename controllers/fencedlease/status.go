@@ -23,6 +23,9 @@ func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease
 	case st.Holder != nil:
 		c.Status, c.Reason = metav1.ConditionTrue, fencingv1.ReasonGranted
 		c.Message = fmt.Sprintf("pod %s holds token %d", st.Holder.PodName, st.Holder.Token)
+		if h := st.Holder; h.FirstRenewTime == nil {
+			c.Message += fmt.Sprintf("; starting: it must renew for the first time within the startup deadline (%ds)", h.StartupDeadlineSeconds)
+		}
 	case fl.DeletionTimestamp != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonDeleting
 		c.Message = "the FencedLease is being deleted; no new grants"

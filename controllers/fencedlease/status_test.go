@@ -12,7 +12,8 @@ import (
 )
 
 func TestSetHeldCondition(t *testing.T) {
-	holder := &fencingv1.Holder{PodName: "a", PodUID: "u", Token: 7}
+	started := &metav1.MicroTime{}
+	holder := &fencingv1.Holder{PodName: "a", PodUID: "u", Token: 7, FirstRenewTime: started}
 	cases := []struct {
 		name     string
 		holder   *fencingv1.Holder
@@ -35,7 +36,9 @@ func TestSetHeldCondition(t *testing.T) {
 				"fencing.fencedlease.io/lease=invoices); the operator will not adopt it: delete or rename it, or give this FencedLease another name"},
 		{"tokens exhausted", nil, true, false, math.MaxInt64, "", metav1.ConditionFalse, fencingv1.ReasonTokensExhausted,
 			"the highest fencing token is 9223372036854775807, the int64 limit: no token is left to grant; use a FencedLease of another name"},
-		{"the last token is held", &fencingv1.Holder{PodName: "a", PodUID: "u", Token: math.MaxInt64}, false, false, math.MaxInt64, "",
+		{"starting", &fencingv1.Holder{PodName: "a", PodUID: "u", Token: 7, StartupDeadlineSeconds: 300}, false, false, 7, "",
+			metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 7; starting: it must renew for the first time within the startup deadline (300s)"},
+		{"the last token is held", &fencingv1.Holder{PodName: "a", PodUID: "u", Token: math.MaxInt64, FirstRenewTime: started}, false, false, math.MaxInt64, "",
 			metav1.ConditionTrue, fencingv1.ReasonGranted, "pod a holds token 9223372036854775807"},
 	}
 	for _, tc := range cases {

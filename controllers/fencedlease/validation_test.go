@@ -33,6 +33,12 @@ var _ = Describe("API validation", func() {
 			"spec.leaseDurationSeconds: Invalid value: -1: spec.leaseDurationSeconds in body should be greater than or equal to 1"),
 		Entry("duration over an hour", map[string]any{"leaseDurationSeconds": 3601},
 			"spec.leaseDurationSeconds: Invalid value: 3601: spec.leaseDurationSeconds in body should be less than or equal to 3600"),
+		Entry("zero startup deadline", map[string]any{"startupDeadlineSeconds": 0},
+			"spec.startupDeadlineSeconds: Invalid value: 0: spec.startupDeadlineSeconds in body should be greater than or equal to 1"),
+		Entry("startup deadline over an hour", map[string]any{"startupDeadlineSeconds": 3601},
+			"spec.startupDeadlineSeconds: Invalid value: 3601: spec.startupDeadlineSeconds in body should be less than or equal to 3600"),
+		Entry("a negative token floor", map[string]any{"minFencingToken": -1},
+			"spec.minFencingToken: Invalid value: -1: spec.minFencingToken in body should be greater than or equal to 0"),
 		Entry("unknown policy", map[string]any{"revocationPolicy": "Sometimes"},
 			`spec.revocationPolicy: Unsupported value: "Sometimes": supported values: "DeletePod", "KeepPod"`),
 		Entry("a duration that is not a number", map[string]any{"leaseDurationSeconds": "15s"},
@@ -43,6 +49,7 @@ var _ = Describe("API validation", func() {
 		fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"}}
 		Expect(k8s.Create(ctx, fl)).To(Succeed())
 		Expect(fl.Spec.LeaseDurationSeconds).To(BeEquivalentTo(15))
+		Expect(fl.Spec.StartupDeadlineSeconds).To(BeEquivalentTo(300))
 		Expect(fl.Spec.RevocationPolicy).To(Equal(fencingv1.DeletePodPolicy))
 		Expect(fl.Spec.Suspend).To(BeFalse())
 	})

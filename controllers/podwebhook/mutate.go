@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -114,18 +115,34 @@ func ensureVolume(pod *corev1.Pod) error {
 
 // agentContainer renews the Lease for workloads that do not use pkg/holder. As a native
 // sidecar (an init container that keeps running) it starts before the workload and
-// stops after it.
+// stops after it, and its startupProbe, which passes only once the Lease shows the grant
+// renewed, holds the workload's containers back until then: a grant that never renewed
+// is one whose workload never ran. It asks for little and runs under the restricted Pod
+// Security profile, so it is admitted in restricted namespaces and under ResourceQuotas.
 func agentContainer(image string) corev1.Container {
 	return corev1.Container{
 		Name:          fencingv1.AgentContainerName,
 		Image:         image,
 		Args:          []string{"agent"},
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		StartupProbe: &corev1.Probe{
+			ProbeHandler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/fencedlease", "agent", "--probe"}}},
+			PeriodSeconds:  1,
+			TimeoutSeconds: 5,
+			// Up to an hour, the longest startup deadline: the operator, not the kubelet,
+			// decides when a start took too long.
+			FailureThreshold: 3600,
+		},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),
 			RunAsNonRoot:             ptr.To(true),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 	}
 }

@@ -1,11 +1,16 @@
 package podwebhook_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
@@ -77,6 +82,48 @@ var _ = Describe("Pod admission", func() {
 		Expect(agent.Args).To(Equal([]string{"agent"}))
 		Expect(agent.RestartPolicy).To(HaveValue(Equal(corev1.ContainerRestartPolicyAlways)))
 		Expect(agent.Env).To(ContainElement(HaveField("Name", "FENCING_TOKEN")))
+		Expect(agent.StartupProbe).NotTo(BeNil(), "the workload must wait for the agent's first renewal")
+		Expect(agent.StartupProbe.Exec.Command).To(Equal([]string{"/fencedlease", "agent", "--probe"}))
+	})
+
+	It("admits the agent where the restricted Pod Security profile is enforced, under a ResourceQuota", func() {
+		nsObj := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+		nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+		Expect(k8s.Update(ctx, nsObj)).To(Succeed())
+		quota := corev1.ResourceList{}
+		for _, r := range []corev1.ResourceName{"requests.cpu", "requests.memory", "limits.cpu", "limits.memory"} {
+			quota[r] = resource.MustParse("8")
+		}
+		Expect(k8s.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
+			Spec: corev1.ResourceQuotaSpec{Hard: quota}})).To(Succeed())
+		restricted := &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
+			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+		sized := corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		}
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "compliant",
+				Labels:      map[string]string{fencingv1.LeaseLabel: "invoices"},
+				Annotations: map[string]string{fencingv1.AgentAnnotation: "true"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work",
+				SecurityContext: restricted, Resources: sized}}},
+		}
+		// The quota and the namespace label take effect asynchronously in the API server.
+		Eventually(func() error { return k8s.Create(ctx, p.DeepCopy()) }).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+		By("without the agent's own requests and seccomp profile, the same pod is refused")
+		bare := p.DeepCopy()
+		bare.Name, bare.Annotations = "no-agent-fields", nil
+		bare.Spec.InitContainers = []corev1.Container{{Name: "sidecar", Image: "example.invalid/s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}}
+		err := k8s.Create(ctx, bare)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a sidecar without seccomp and requests must be refused here, or the spec proves nothing: %v", err)
 	})
 
 	It("never sees an unlabeled pod, which stays exactly as sent", func() {

@@ -85,7 +85,7 @@ func grantedNamespace(durationSeconds int32) string {
 	DeferCleanup(c.Stop)
 	Expect(k8s.Create(ctx, &fencingv1.FencedLease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
-		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: durationSeconds},
+		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: durationSeconds, StartupDeadlineSeconds: durationSeconds},
 	})).To(Succeed())
 	for _, name := range []string{"a", "b"} {
 		Expect(k8s.Create(ctx, &corev1.Pod{

@@ -95,7 +95,7 @@ func newPod(ns, name, lease string) *corev1.Pod {
 func (w *world) createFL(name string, duration int32, mutate ...func(*fencingv1.FencedLease)) {
 	GinkgoHelper()
 	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},
-		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: duration}}
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: duration, StartupDeadlineSeconds: duration}}
 	for _, m := range mutate {
 		m(fl)
 	}

@@ -39,7 +39,7 @@ var _ = Describe("Scheduling (issue 8, section 3)", func() {
 	It("keeps a waiting pod SchedulingGated under the real scheduler until it is granted, then binds it and it runs", func() {
 		ns := newNamespace()
 		Expect(k8s.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
-			Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 6}})).To(Succeed())
+			Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 6, StartupDeadlineSeconds: 6}})).To(Succeed())
 		Expect(k8s.Create(ctx, pod(ns, "a"))).To(Succeed())
 
 		By("a: granted, bound to a kwok node by the scheduler, running")
