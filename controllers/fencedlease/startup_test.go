@@ -64,10 +64,12 @@ var _ = Describe("Startup deadline (issue 8, section 2)", func() {
 			g.Expect(fl.Status.LastRevocation.PodName).To(Equal("b"))
 			g.Expect(fl.Status.LastRevocation.Reason).To(Equal(fencingv1.ReasonLeaseExpired))
 		}).WithTimeout(startup).WithPolling(poll).Should(Succeed(), "a started holder is judged by its 1s lease, not the 3s startup deadline")
+		// The pod is marked after the status records the revocation.
+		Eventually(func(g Gomega) {
+			g.Expect(getPod(g, ns, "b").Annotations).To(HaveKeyWithValue(fencingv1.StateAnnotation, string(fencingv1.PodRevoked)))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		Consistently(func(g Gomega) {
-			p := getPod(g, ns, "b")
-			g.Expect(p.DeletionTimestamp).To(BeNil(), "KeepPod keeps a pod that ran")
-			g.Expect(p.Annotations).To(HaveKeyWithValue(fencingv1.StateAnnotation, string(fencingv1.PodRevoked)))
+			g.Expect(getPod(g, ns, "b").DeletionTimestamp).To(BeNil(), "KeepPod keeps a pod that ran")
 		}).WithTimeout(500 * time.Millisecond).WithPolling(poll).Should(Succeed())
 	})
 })

@@ -32,6 +32,13 @@ var stages []byte
 // KwokNodeAnnotation marks the nodes kwok manages.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
+// Pod annotations the stages read, each a Go duration: how long after it is bound a pod
+// starts running (a slow image pull), and how long after it runs it succeeds (a Job's work).
+const (
+	StartAfterAnnotation    = "test.fencedlease.io/start-after"
+	CompleteAfterAnnotation = "test.fencedlease.io/complete-after"
+)
+
 // Controllers are the controller-manager's controllers a workload needs.
 var Controllers = []string{
 	"job-controller", "cronjob-controller", "deployment-controller", "replicaset-controller",

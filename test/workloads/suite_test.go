@@ -65,6 +65,14 @@ var _ = BeforeSuite(func() {
 // newNamespace creates a namespace with the operator watching it and the grant oracle on it.
 func newNamespace() string {
 	GinkgoHelper()
+	ns, _ := newWatchedNamespace()
+	return ns
+}
+
+// newWatchedNamespace is newNamespace, also returning the oracle, whose Stop tells the
+// tokens in the order their pods became Holding.
+func newWatchedNamespace() (string, *testenv.GrantWatcher) {
+	GinkgoHelper()
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wl-"}}
 	Expect(k8s.Create(ctx, nsObj)).To(Succeed())
 	grants, err := testenv.WatchGrants(ctx, k8s, nsObj.Name)
@@ -76,5 +84,5 @@ func newNamespace() string {
 	c, err := testenv.StartController(cl.Config, nsObj.Name, testenv.ControllerOptions{Name: "operator"})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(c.Stop()).To(Succeed()) })
-	return nsObj.Name
+	return nsObj.Name, grants
 }
