@@ -41,7 +41,7 @@ var _ = Describe("Slow starts (issue 8, section 2)", func() {
 			fl := getFL(g, ns)
 			g.Expect(fl.Status.Holder.PodName).To(Equal("a"))
 			g.Expect(fl.Status.Revocations).To(BeZero())
-		}).WithTimeout(2 * lease).WithPolling(poll).Should(Succeed(), "revoked while it was still starting")
+		}).WithTimeout(2*lease).WithPolling(poll).Should(Succeed(), "revoked while it was still starting")
 
 		By("running at last, it renews for the first time (as its agent would)")
 		Eventually(func(g Gomega) { g.Expect(get(g, ns, "a").Status.Phase).To(Equal(corev1.PodRunning)) }).
