@@ -66,6 +66,9 @@ type Cluster struct {
 	Nodes  []string
 	dir    string
 	procs  []*exec.Cmd
+	// kubelets is the kwok process playing each node's kubelet; kwok starts one.
+	kubelets map[string]*exec.Cmd
+	kwok     func(node string) (*exec.Cmd, error)
 	// keepLogs keeps the components' logs after Stop, for a cluster that failed to start.
 	keepLogs bool
 }
@@ -114,19 +117,19 @@ func Start(o Options) (c *Cluster, err error) {
 	if err := os.WriteFile(stagesFile, stages, 0o600); err != nil {
 		return nil, err
 	}
-	if err := c.run(assets, "kube-scheduler", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0"); err != nil {
+	if _, err := c.run(assets, "kube-scheduler", "kube-scheduler", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0"); err != nil {
 		return nil, err
 	}
-	if err := c.run(assets, "kube-controller-manager", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0",
+	if _, err := c.run(assets, "kube-controller-manager", "kube-controller-manager", "--kubeconfig="+kubeconfig, "--leader-elect=false", "--secure-port=0",
 		"--controllers="+strings.Join(Controllers, ","), "--node-monitor-period=1s",
 		"--node-monitor-grace-period="+o.NodeMonitorGracePeriod.String(), "--concurrent-gc-syncs=2"); err != nil {
 		return nil, err
 	}
-	if err := c.run(assets, "kwok", "--kubeconfig="+kubeconfig, "--config="+stagesFile,
-		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake", "--node-lease-duration-seconds=40",
-		"--server-address=", "--node-port=0"); err != nil {
-		return nil, err
+	c.kwok = func(node string) (*exec.Cmd, error) {
+		return c.run(assets, "kwok-"+node, "kwok", "--kubeconfig="+kubeconfig, "--config="+stagesFile,
+			"--manage-single-node="+node, "--node-lease-duration-seconds=40", "--server-address=", "--node-port=0")
 	}
+	c.kubelets = map[string]*exec.Cmd{}
 	for i := range o.Nodes {
 		name := fmt.Sprintf("node-%d", i)
 		if err := c.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -136,6 +139,9 @@ func Start(o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, name)
+		if c.kubelets[name], err = c.kwok(name); err != nil {
+			return nil, err
+		}
 	}
 	return c, c.waitForNodes()
 }
@@ -188,21 +194,43 @@ func (c *Cluster) adminKubeconfig() (string, error) {
 	return path, os.WriteFile(path, raw, 0o600)
 }
 
-// run starts a component, logging to a file of its own in the cluster's folder.
-func (c *Cluster) run(assets, name string, args ...string) error {
-	log, err := os.Create(filepath.Join(c.dir, name+".log"))
+// run starts binary as a component called name, logging to a file of its own in the
+// cluster's folder (appended to, so a restarted component keeps its history).
+func (c *Cluster) run(assets, name, binary string, args ...string) (*exec.Cmd, error) {
+	log, err := os.OpenFile(filepath.Join(c.dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(assets, name), args...)
+	cmd := exec.Command(filepath.Join(assets, binary), args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	c.procs = append(c.procs, cmd)
-	return nil
+	return cmd, nil
+}
+
+// StopNode makes node fail as a dead machine does: the kwok process that is its kubelet
+// is killed, so the node's Lease is no longer renewed, the node lifecycle controller marks
+// it NotReady after the grace period, and nothing confirms that its pods' containers
+// stopped. The returned function starts its kubelet again and waits for the node.
+func (c *Cluster) StopNode(name string) (restart func() error, err error) {
+	kubelet := c.kubelets[name]
+	if kubelet == nil {
+		return nil, fmt.Errorf("no node %s", name)
+	}
+	_ = syscall.Kill(-kubelet.Process.Pid, syscall.SIGKILL)
+	_ = kubelet.Wait()
+	c.kubelets[name] = nil
+	return func() error {
+		var err error
+		if c.kubelets[name], err = c.kwok(name); err != nil {
+			return err
+		}
+		return c.waitForNodes()
+	}, nil
 }
 
 // Logs is the folder holding each component's log.
@@ -214,6 +242,9 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
+		if p.ProcessState != nil {
+			continue // stopped already (a node StopNode killed)
+		}
 		_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = p.Wait(); close(done) }()

@@ -46,7 +46,8 @@ var _ = BeforeSuite(func() {
 	env, err := testenv.New()
 	Expect(err).NotTo(HaveOccurred())
 	env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "webhook")}}
-	cl, err = cluster.Start(cluster.Options{Env: env, Nodes: 2})
+	// A node silent for 10s is NotReady: the node-failure spec need not wait 40s.
+	cl, err = cluster.Start(cluster.Options{Env: env, Nodes: 2, NodeMonitorGracePeriod: 10 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
 		GinkgoWriter.Printf("component logs: %s\n", cl.Logs())
