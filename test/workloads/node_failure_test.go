@@ -3,14 +3,11 @@ package workloads
 import (
 	"context"
 	"errors"
-	"strconv"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -19,64 +16,6 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/fence"
 )
-
-// agents plays the renewal agent of every holder pod whose node is alive: a holder on a
-// dead node cannot reach the API server.
-type agents struct {
-	ns   string
-	mu   sync.Mutex
-	dead map[string]bool
-	last map[string]time.Time // pod → when its last renewal was sent
-}
-
-func (a *agents) run(ctx context.Context) {
-	defer GinkgoRecover()
-	for ctx.Err() == nil {
-		a.renewOnce(ctx)
-		select {
-		case <-ctx.Done():
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
-}
-
-func (a *agents) renewOnce(ctx context.Context) {
-	fl := &fencingv1.FencedLease{}
-	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "invoices"}, fl) != nil || fl.Status.Holder == nil {
-		return
-	}
-	p := &corev1.Pod{}
-	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: fl.Status.Holder.PodName}, p) != nil || p.Status.Phase != corev1.PodRunning {
-		return
-	}
-	a.mu.Lock()
-	dead := a.dead[p.Spec.NodeName]
-	a.mu.Unlock()
-	l := &coordinationv1.Lease{}
-	if dead || k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "invoices"}, l) != nil ||
-		ptr.Deref(l.Spec.HolderIdentity, "") != p.Name || l.Annotations[fencingv1.TokenAnnotation] != strconv.FormatInt(fl.Status.Holder.Token, 10) {
-		return
-	}
-	sent := time.Now()
-	l.Spec.RenewTime = &metav1.MicroTime{Time: sent}
-	if k8s.Update(ctx, l) == nil {
-		a.mu.Lock()
-		a.last[p.Name] = sent
-		a.mu.Unlock()
-	}
-}
-
-func (a *agents) kill(node string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.dead[node] = true
-}
-
-func (a *agents) lastRenewal(pod string) time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.last[pod]
-}
 
 var _ = Describe("Node failure (issue 8, section 3)", func() {
 	It("grants the waiting pod token+1 on the other node after the lease; the old pod stays Terminating on the dead node and its token is refused", func() {
@@ -103,10 +42,7 @@ var _ = Describe("Node failure (issue 8, section 3)", func() {
 			},
 		})).To(Succeed())
 
-		a := &agents{ns: ns, dead: map[string]bool{}, last: map[string]time.Time{}}
-		agentCtx, stopAgents := context.WithCancel(ctx)
-		DeferCleanup(stopAgents)
-		go a.run(agentCtx)
+		a := startAgents(ns)
 
 		By("one replica holds token 1 and runs on a node; the other waits, gated")
 		var holder *corev1.Pod

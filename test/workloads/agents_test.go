@@ -1,0 +1,84 @@
+package workloads
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// agents plays the renewal agent of every holder pod whose node is alive: a holder on a
+// dead node cannot reach the API server.
+type agents struct {
+	ns   string
+	mu   sync.Mutex
+	dead map[string]bool
+	last map[string]time.Time // pod → when its last renewal was sent
+}
+
+func (a *agents) run(ctx context.Context) {
+	defer GinkgoRecover()
+	for ctx.Err() == nil {
+		a.renewOnce(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+func (a *agents) renewOnce(ctx context.Context) {
+	fl := &fencingv1.FencedLease{}
+	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "invoices"}, fl) != nil || fl.Status.Holder == nil {
+		return
+	}
+	p := &corev1.Pod{}
+	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: fl.Status.Holder.PodName}, p) != nil || p.Status.Phase != corev1.PodRunning {
+		return
+	}
+	a.mu.Lock()
+	dead := a.dead[p.Spec.NodeName]
+	a.mu.Unlock()
+	l := &coordinationv1.Lease{}
+	if dead || k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "invoices"}, l) != nil ||
+		ptr.Deref(l.Spec.HolderIdentity, "") != p.Name || l.Annotations[fencingv1.TokenAnnotation] != strconv.FormatInt(fl.Status.Holder.Token, 10) {
+		return
+	}
+	sent := time.Now()
+	l.Spec.RenewTime = &metav1.MicroTime{Time: sent}
+	if k8s.Update(ctx, l) == nil {
+		a.mu.Lock()
+		a.last[p.Name] = sent
+		a.mu.Unlock()
+	}
+}
+
+func (a *agents) kill(node string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dead[node] = true
+}
+
+func (a *agents) lastRenewal(pod string) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last[pod]
+}
+
+// startAgents runs the agents of ns's FencedLease "invoices" until the spec ends.
+func startAgents(ns string) *agents {
+	a := &agents{ns: ns, dead: map[string]bool{}, last: map[string]time.Time{}}
+	agentCtx, stop := context.WithCancel(ctx)
+	DeferCleanup(stop)
+	go a.run(agentCtx)
+	return a
+}
