@@ -19,10 +19,11 @@ import (
 // agents plays the renewal agent of every holder pod whose node is alive: a holder on a
 // dead node cannot reach the API server.
 type agents struct {
-	ns   string
-	mu   sync.Mutex
-	dead map[string]bool
-	last map[string]time.Time // pod → when its last renewal was sent
+	ns     string
+	mu     sync.Mutex
+	paused bool // a holder that never renews: its process is stuck, or never started
+	dead   map[string]bool
+	last   map[string]time.Time // pod → when its last renewal was sent
 }
 
 func (a *agents) run(ctx context.Context) {
@@ -46,7 +47,7 @@ func (a *agents) renewOnce(ctx context.Context) {
 		return
 	}
 	a.mu.Lock()
-	dead := a.dead[p.Spec.NodeName]
+	dead := a.dead[p.Spec.NodeName] || a.paused
 	a.mu.Unlock()
 	l := &coordinationv1.Lease{}
 	if dead || k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "invoices"}, l) != nil ||
@@ -60,6 +61,12 @@ func (a *agents) renewOnce(ctx context.Context) {
 		a.last[p.Name] = sent
 		a.mu.Unlock()
 	}
+}
+
+func (a *agents) pause(paused bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.paused = paused
 }
 
 func (a *agents) kill(node string) {

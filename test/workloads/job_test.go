@@ -53,4 +53,47 @@ var _ = Describe("Jobs (issue 8, section 3)", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(tokens).To(Equal([]int64{1, 2, 3}), "pods became Holding one after another with tokens 1, 2, 3")
 	})
+
+	It("counts a revoked Job pod as a failure against backoffLimit; the retry gets the next token", func() {
+		ns := newNamespace()
+		Expect(k8s.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
+			Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 2, StartupDeadlineSeconds: 3}})).To(Succeed())
+		a := startAgents(ns)
+		a.pause(true) // the first pod never renews
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoice-run"},
+			Spec: batchv1.JobSpec{
+				BackoffLimit: ptr.To[int32](1),
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{
+						Labels:      map[string]string{fencingv1.LeaseLabel: "invoices"},
+						Annotations: map[string]string{cluster.CompleteAfterAnnotation: "6s"},
+					},
+					Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+						Containers: []corev1.Container{{Name: "run", Image: "example.invalid/invoice-run"}}},
+				},
+			},
+		}
+		Expect(k8s.Create(ctx, job)).To(Succeed())
+
+		By("the first pod never renews: revoked at the startup deadline, deleted, and the Job counts a failure")
+		Eventually(func(g Gomega) {
+			rv := getFL(g, ns).Status.LastRevocation
+			g.Expect(rv).NotTo(BeNil())
+			g.Expect(rv.Reason).To(Equal(fencingv1.ReasonStartupDeadlineExceeded))
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			g.Expect(job.Status.Failed).To(BeEquivalentTo(1))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		By("the retry renews: token 2, and the Job succeeds within its backoffLimit")
+		a.pause(false)
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			g.Expect(job.Status.Succeeded).To(BeEquivalentTo(1))
+			g.Expect(job.Status.Failed).To(BeEquivalentTo(1))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		fl := getFL(Default, ns)
+		Expect(fl.Status.FencingToken).To(BeEquivalentTo(2))
+		Expect(fl.Status.Revocations).To(BeEquivalentTo(1))
+	})
 })
