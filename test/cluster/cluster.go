@@ -33,7 +33,8 @@ var stages []byte
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
 // Pod annotations the stages read, each a Go duration: how long after it is bound a pod
-// starts running (a slow image pull), and how long after it runs it succeeds (a Job's work).
+// starts running (a slow image pull), and how long after it runs a Job's pod succeeds
+// (its work; default 1s).
 const (
 	StartAfterAnnotation    = "test.fencedlease.io/start-after"
 	CompleteAfterAnnotation = "test.fencedlease.io/complete-after"

@@ -20,6 +20,7 @@ import (
 // dead node cannot reach the API server.
 type agents struct {
 	ns     string
+	lease  string // the FencedLease whose holders it renews
 	mu     sync.Mutex
 	paused bool // a holder that never renews: its process is stuck, or never started
 	dead   map[string]bool
@@ -39,7 +40,7 @@ func (a *agents) run(ctx context.Context) {
 
 func (a *agents) renewOnce(ctx context.Context) {
 	fl := &fencingv1.FencedLease{}
-	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "invoices"}, fl) != nil || fl.Status.Holder == nil {
+	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: a.lease}, fl) != nil || fl.Status.Holder == nil {
 		return
 	}
 	p := &corev1.Pod{}
@@ -50,7 +51,7 @@ func (a *agents) renewOnce(ctx context.Context) {
 	dead := a.dead[p.Spec.NodeName] || a.paused
 	a.mu.Unlock()
 	l := &coordinationv1.Lease{}
-	if dead || k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "invoices"}, l) != nil ||
+	if dead || k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: a.lease}, l) != nil ||
 		ptr.Deref(l.Spec.HolderIdentity, "") != p.Name || l.Annotations[fencingv1.TokenAnnotation] != strconv.FormatInt(fl.Status.Holder.Token, 10) {
 		return
 	}
@@ -82,8 +83,11 @@ func (a *agents) lastRenewal(pod string) time.Time {
 }
 
 // startAgents runs the agents of ns's FencedLease "invoices" until the spec ends.
-func startAgents(ns string) *agents {
-	a := &agents{ns: ns, dead: map[string]bool{}, last: map[string]time.Time{}}
+func startAgents(ns string) *agents { return startAgentsFor(ns, "invoices") }
+
+// startAgentsFor runs the agents of ns's FencedLease lease until the spec ends.
+func startAgentsFor(ns, lease string) *agents {
+	a := &agents{ns: ns, lease: lease, dead: map[string]bool{}, last: map[string]time.Time{}}
 	agentCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
 	go a.run(agentCtx)
