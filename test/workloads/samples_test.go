@@ -61,22 +61,9 @@ var _ = Describe("The workload samples, applied as they are (issue 8, section 4)
 	It("deployment.yaml: one replica holds; a rollout (Recreate) hands over to token 2", func() {
 		ns := newNamespace()
 		applySamples(ns, "holder_rbac.yaml", "deployment.yaml")
-		startAgentsFor(ns, "report-generator")
-		Eventually(func(g Gomega) {
-			h := holderOf(g, ns, "report-generator")
-			g.Expect(h.Token).To(BeEquivalentTo(1))
-			g.Expect(h.FirstRenewTime).NotTo(BeNil())
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		d := &appsv1.Deployment{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "report-generator"}, d)).To(Succeed())
-		d.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
-		Expect(k8s.Update(ctx, d)).To(Succeed())
+		holdThenRoll(ns, "report-generator", d, func(image string) { d.Spec.Template.Spec.Containers[0].Image = image })
 		Eventually(func(g Gomega) {
-			h := holderOf(g, ns, "report-generator")
-			g.Expect(h.Token).To(BeEquivalentTo(2))
-			p := get(g, ns, h.PodName)
-			g.Expect(p.Spec.Containers[0].Image).To(Equal("busybox:1.37"))
-			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 			g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(1))
 			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
@@ -86,22 +73,35 @@ var _ = Describe("The workload samples, applied as they are (issue 8, section 4)
 	It("statefulset.yaml: its pod holds; a rolling update hands over to token 2 under the same name", func() {
 		ns := newNamespace()
 		applySamples(ns, "holder_rbac.yaml", "statefulset.yaml")
-		startAgentsFor(ns, "ledger-compactor")
-		Eventually(func(g Gomega) {
-			h := holderOf(g, ns, "ledger-compactor")
-			g.Expect(h.Token).To(BeEquivalentTo(1))
-			g.Expect(h.PodName).To(Equal("ledger-compactor-0"))
-			g.Expect(h.FirstRenewTime).NotTo(BeNil())
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		s := &appsv1.StatefulSet{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ledger-compactor"}, s)).To(Succeed())
-		s.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
-		Expect(k8s.Update(ctx, s)).To(Succeed())
-		Eventually(func(g Gomega) {
-			h := holderOf(g, ns, "ledger-compactor")
-			g.Expect(h.Token).To(BeEquivalentTo(2))
-			g.Expect(h.PodName).To(Equal("ledger-compactor-0"))
-			g.Expect(get(g, ns, h.PodName).Status.Phase).To(Equal(corev1.PodRunning))
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		holder := holdThenRoll(ns, "ledger-compactor", s, func(image string) { s.Spec.Template.Spec.Containers[0].Image = image })
+		Expect(holder).To(Equal("ledger-compactor-0"))
 	})
 })
+
+// holdThenRoll waits until lease's holder (from workload, named like the lease) renewed
+// token 1, rolls workload to a new image with setImage, and waits until token 2's pod
+// runs that image. It returns the new holder's name.
+func holdThenRoll(ns, lease string, workload client.Object, setImage func(string)) string {
+	const image = "busybox:1.37"
+	GinkgoHelper()
+	startAgentsFor(ns, lease)
+	Eventually(func(g Gomega) {
+		h := holderOf(g, ns, lease)
+		g.Expect(h.Token).To(BeEquivalentTo(1))
+		g.Expect(h.FirstRenewTime).NotTo(BeNil())
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: lease}, workload)).To(Succeed())
+	setImage(image)
+	Expect(k8s.Update(ctx, workload)).To(Succeed())
+	var name string
+	Eventually(func(g Gomega) {
+		h := holderOf(g, ns, lease)
+		g.Expect(h.Token).To(BeEquivalentTo(2))
+		p := get(g, ns, h.PodName)
+		g.Expect(p.Spec.Containers[0].Image).To(Equal(image))
+		g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+		name = p.Name
+	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return name
+}
