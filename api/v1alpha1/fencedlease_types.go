@@ -38,6 +38,16 @@ type FencedLeaseSpec struct {
 	// +kubebuilder:validation:Maximum=3600
 	StartupDeadlineSeconds int32 `json:"startupDeadlineSeconds,omitempty"`
 
+	// HandoffGracePeriodSeconds is how long a holder asked to hand off (a newer revision
+	// of its own Deployment or StatefulSet is waiting) has to release. After it the
+	// holder's renewals are refused, and it is revoked when its lease runs out. The
+	// default, 30, is the time Kubernetes gives a pod to shut down
+	// (terminationGracePeriodSeconds).
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	HandoffGracePeriodSeconds int32 `json:"handoffGracePeriodSeconds,omitempty"`
 	// RevocationPolicy is applied to a holder whose lease expired.
 	// +optional
 	// +kubebuilder:default=DeletePod
@@ -98,6 +108,30 @@ type Holder struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	LeaseDurationSeconds int32 `json:"leaseDurationSeconds,omitempty"`
+	// Handoff, when set, asks the holder to release so that a newer revision of its own
+	// workload can take over. The request stands until the grant ends.
+	// +optional
+	Handoff *Handoff `json:"handoff,omitempty"`
+}
+
+// Handoff asks a holder to hand its grant to a newer revision of its own workload.
+type Handoff struct {
+	// SuccessorName is the waiting pod of the newer revision; it is granted next.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SuccessorName string `json:"successorName"`
+	// SuccessorUID is that pod's UID.
+	// +required
+	SuccessorUID types.UID `json:"successorUID"`
+	// RequestTime is when the controller asked for the hand-off (its own clock).
+	// +required
+	RequestTime metav1.MicroTime `json:"requestTime"`
+	// GracePeriodSeconds is spec.handoffGracePeriodSeconds frozen when asked.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	GracePeriodSeconds int32 `json:"gracePeriodSeconds"`
 }
 
 // Revocation records a holder whose grant was taken away.
@@ -127,7 +161,7 @@ type Revocation struct {
 }
 
 // RevocationReason says why a grant was revoked.
-// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved
+// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved;HandoffTimeout
 type RevocationReason string
 
 const (
@@ -142,6 +176,10 @@ const (
 	// ReasonLabelRemoved: the holder pod still exists but no longer carries the lease
 	// label naming this FencedLease (only possible when the admission policy is bypassed).
 	ReasonLabelRemoved RevocationReason = "LabelRemoved"
+	// ReasonHandoffTimeout: the holder, asked to hand off, did not release within the
+	// grace period. Its renewals were refused from then on, and it was revoked when its
+	// lease ran out, so it had stopped (pkg/holder) before the successor was granted.
+	ReasonHandoffTimeout RevocationReason = "HandoffTimeout"
 )
 
 // FencedLeaseStatus is what the controller observed and decided.

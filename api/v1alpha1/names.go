@@ -20,6 +20,11 @@ const (
 	// alone can come back (a StatefulSet re-creates pods under the same name).
 	HolderUIDAnnotation = "fencing.fencedlease.io/holder-uid"
 
+	// SuccessorAnnotation on the Lease names the pod a hand-off goes to. While it is set
+	// the holder is asked to release at a safe point (pod state Draining); pkg/holder
+	// reads it from every renewal.
+	SuccessorAnnotation = "fencing.fencedlease.io/successor"
+
 	// Finalizer lets the controller revoke the holder before a FencedLease goes away.
 	Finalizer = "fencing.fencedlease.io/revoke-holder"
 )
@@ -28,8 +33,11 @@ const (
 type PodState string
 
 const (
-	PodWaiting  PodState = "Waiting"
-	PodHolding  PodState = "Holding"
+	PodWaiting PodState = "Waiting"
+	PodHolding PodState = "Holding"
+	// PodDraining is a holder asked to hand off: it still holds the grant and should
+	// release at a safe point before the hand-off grace period ends.
+	PodDraining PodState = "Draining"
 	PodReleased PodState = "Released"
 	PodRevoked  PodState = "Revoked"
 )

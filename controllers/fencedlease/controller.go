@@ -41,6 +41,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases/finalizers,verbs=update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile observes, decides the next status, writes it once, then makes the Lease and
@@ -84,7 +85,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	d := decide(w)
 	ours := !foreignLease(w.lease, fl)
-	if rv := d.revoked; rv != nil && expired(rv.Reason) && ours {
+	if rv := d.revoked; (d.cutOff || rv != nil && expired(rv.Reason)) && ours {
 		if w.lease, err = r.revokeOnLease(ctx, w.lease, fl.Status.Holder); err != nil {
 			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)
 		}
@@ -110,7 +111,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // expired is true for the revocations decided by the clock, which a renewal may race.
 func expired(r fencingv1.RevocationReason) bool {
-	return r == fencingv1.ReasonLeaseExpired || r == fencingv1.ReasonStartupDeadlineExceeded
+	return r == fencingv1.ReasonLeaseExpired || r == fencingv1.ReasonStartupDeadlineExceeded ||
+		r == fencingv1.ReasonHandoffTimeout
 }
 
 // observe reads the clock, then the Lease (uncached) and the labeled pods, confirms the
@@ -119,6 +121,7 @@ func expired(r fencingv1.RevocationReason) bool {
 // here, or makes the revocation's compare-and-swap on the Lease fail.
 func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (world, error) {
 	w := world{fl: fl, now: r.Clock.Now()}
+	var err error
 	lease := &coordinationv1.Lease{}
 	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(fl), lease); {
 	case err == nil:
@@ -147,7 +150,15 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 		if leaseShows(w.lease, h) {
 			renewTime = w.lease.Spec.RenewTime
 		}
-		w.renewal = r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, renewTime)
+		key := client.ObjectKeyFromObject(fl)
+		w.renewal = r.tracker.observe(key, h.PodUID, h.Token, renewTime)
+		if h.Handoff != nil {
+			w.handoffSince = r.tracker.handoffStarted(key, h.PodUID, h.Token)
+		} else if w.holder != nil && fl.DeletionTimestamp == nil {
+			if w.successor, err = r.newerRevision(ctx, w.holder, candidates(w.pods, &fl.Status, "")); err != nil {
+				return w, err
+			}
+		}
 	}
 	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved && findPod(w.pods, rv.PodUID) == nil {
 		// Finish marking (and deleting) a pod revoked for losing its label: one uncached
@@ -210,6 +221,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease,
 	}
 	if h := d.granted; h != nil {
 		r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, nil)
+	}
+	if h := d.status.Holder; h != nil && h.Handoff != nil && d.asked {
+		r.tracker.handoffAsked(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, d.now)
 	}
 	r.record(ctx, fl, d)
 	return nil

@@ -2,6 +2,7 @@ package fencedlease
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -32,6 +33,11 @@ type world struct {
 	unlabeled []corev1.Pod
 	// renewal is the tracker's view of the current holder's renewals; zero without holder.
 	renewal renewal
+	// successor is a waiting pod of a newer revision of the holder's own Deployment or
+	// StatefulSet; looked up only while the holder has not been asked to hand off.
+	successor *corev1.Pod
+	// handoffSince is when this process first saw the holder asked to hand off.
+	handoffSince time.Time
 	// now is the controller's clock, read before the Lease; it carries a monotonic
 	// reading in production.
 	now time.Time
@@ -49,6 +55,13 @@ type decision struct {
 	lateness time.Duration
 	// requeueAfter is the time left on the current grant; zero when none.
 	requeueAfter time.Duration
+	// cutOff: the hand-off grace period is over. The Lease stops naming the holder, so it
+	// can renew no more; it is revoked when its lease runs out.
+	cutOff bool
+	// asked: this decision asked the holder to hand off, at now (the clock read that
+	// starts the grace period).
+	asked bool
+	now   time.Time
 }
 
 type release struct {
@@ -63,7 +76,7 @@ const conflictRecheck = 5 * time.Second
 // happen after it, starting with the status it returns.
 func decide(w world) decision {
 	fl := w.fl
-	d := decision{status: *fl.Status.DeepCopy()}
+	d := decision{status: *fl.Status.DeepCopy(), now: w.now}
 	st := &d.status
 	st.ObservedGeneration = fl.Generation
 	if foreignLease(w.lease, fl) {
@@ -84,7 +97,7 @@ func decide(w world) decision {
 
 	if h := st.Holder; h != nil {
 		switch reason := releaseReason(w, h); {
-		case leaseRevokedFor(w.lease, h):
+		case leaseRevokedFor(w.lease, h) && h.Handoff == nil:
 			// This controller cleared the Lease to revoke on expiry, and the status write
 			// that records it did not land: finish that revocation.
 			reason := fencingv1.ReasonLeaseExpired
@@ -95,30 +108,21 @@ func decide(w world) decision {
 		case reason != "":
 			d.released = &release{holder: *h, reason: reason}
 			st.Holder = nil
+		case leaseRevokedFor(w.lease, h):
+			// Cut off after the hand-off grace period: revoke once the lease it last renewed
+			// has run out, so a holder that keeps its own deadline has stopped by then.
+			if left := w.renewal.observedAt.Add(runningLimit(w, h)).Sub(w.now); left > 0 {
+				d.requeueAfter = left
+			} else {
+				d.revoke(w, expiryReason(renewedSinceGrant(w.lease, h) || h.FirstRenewTime != nil, true), 0)
+			}
 		case fl.DeletionTimestamp != nil:
 			d.revoke(w, fencingv1.ReasonFencedLeaseDeleted, 0)
 		case w.holder.Labels[fencingv1.LeaseLabel] != fl.Name:
 			// Still there, still maybe running: not a release. Revoke it.
 			d.revoke(w, fencingv1.ReasonLabelRemoved, 0)
 		default:
-			// Until its first renewal a grant is starting, bounded by the startup deadline.
-			limit, reason := grantDuration(h, fl), fencingv1.ReasonLeaseExpired
-			started := h.FirstRenewTime != nil || (leaseShows(w.lease, h) && renewedSinceGrant(w.lease, h))
-			if !started {
-				limit, reason = startupDeadline(h, fl), fencingv1.ReasonStartupDeadlineExceeded
-			}
-			deadline := w.renewal.observedAt.Add(limit)
-			if left := deadline.Sub(w.now); left > 0 {
-				d.requeueAfter = left
-				if w.renewal.renewTime != nil {
-					h.LastRenewTime = microTime(w.renewal.observedAt)
-				}
-				if started && h.FirstRenewTime == nil {
-					h.FirstRenewTime = microTime(w.renewal.observedAt)
-				}
-			} else {
-				d.revoke(w, reason, -left)
-			}
+			d.keepOrExpire(w, h)
 		}
 	}
 
@@ -129,8 +133,9 @@ func decide(w world) decision {
 	waiting := candidates(w.pods, st, ended)
 	if st.Holder == nil && !fl.Spec.Suspend && fl.DeletionTimestamp == nil && len(waiting) > 0 &&
 		st.FencingToken < math.MaxInt64 {
-		next := waiting[0]
-		waiting = waiting[1:]
+		i := successorIndex(waiting, fl.Status.Holder)
+		next := waiting[i]
+		waiting = slices.Delete(waiting, i, i+1)
 		st.FencingToken++
 		st.Transitions++
 		st.Holder = &fencingv1.Holder{
@@ -149,6 +154,94 @@ func decide(w world) decision {
 	st.Waiting = int32(len(waiting))
 	setHeldCondition(st, fl, "")
 	return d
+}
+
+// keepOrExpire judges a live holder by its deadline: the startup deadline until its first
+// renewal, the lease duration after. It asks the holder to hand off when a newer revision
+// of its workload waits, and cuts it off when it has not done so within the grace period.
+func (d *decision) keepOrExpire(w world, h *fencingv1.Holder) {
+	started := startedRenewing(w, h)
+	if h.Handoff == nil && w.successor != nil {
+		h.Handoff = &fencingv1.Handoff{
+			SuccessorName:      w.successor.Name,
+			SuccessorUID:       w.successor.UID,
+			RequestTime:        *microTime(w.now),
+			GracePeriodSeconds: specHandoffSeconds(w.fl),
+		}
+		d.asked = true
+	}
+	left := w.renewal.observedAt.Add(runningLimit(w, h)).Sub(w.now)
+	graceLeft := handoffGraceLeft(w, h)
+	if left <= 0 {
+		d.revoke(w, expiryReason(started, h.Handoff != nil && graceLeft <= 0), -left)
+		return
+	}
+	d.requeueAfter = left
+	if w.renewal.renewTime != nil {
+		h.LastRenewTime = microTime(w.renewal.observedAt)
+	}
+	if started && h.FirstRenewTime == nil {
+		h.FirstRenewTime = microTime(w.renewal.observedAt)
+	}
+	if h.Handoff != nil {
+		if graceLeft <= 0 {
+			d.cutOff = true
+		} else {
+			d.requeueAfter = min(d.requeueAfter, graceLeft)
+		}
+	}
+}
+
+// expiryReason names a revocation decided by the clock. One that never renewed never ran,
+// whatever else happened: its pod must go (see mustDelete).
+func expiryReason(started, handoffTimedOut bool) fencingv1.RevocationReason {
+	switch {
+	case !started:
+		return fencingv1.ReasonStartupDeadlineExceeded
+	case handoffTimedOut:
+		return fencingv1.ReasonHandoffTimeout
+	}
+	return fencingv1.ReasonLeaseExpired
+}
+
+// handoffGraceLeft is how long a holder asked to hand off still has to release, on this
+// process's clock from when it first saw the request.
+func handoffGraceLeft(w world, h *fencingv1.Holder) time.Duration {
+	if h.Handoff == nil {
+		return 0
+	}
+	since := w.handoffSince
+	if since.IsZero() {
+		since = w.now // asked in this decision
+	}
+	return since.Add(time.Duration(h.Handoff.GracePeriodSeconds) * time.Second).Sub(w.now)
+}
+
+// runningLimit is how long grant h lasts after its last observed renewal: the startup
+// deadline until it first renewed, its lease duration from then on.
+func runningLimit(w world, h *fencingv1.Holder) time.Duration {
+	if startedRenewing(w, h) {
+		return grantDuration(h, w.fl)
+	}
+	return startupDeadline(h, w.fl)
+}
+
+func startedRenewing(w world, h *fencingv1.Holder) bool {
+	return h.FirstRenewTime != nil || (leaseShows(w.lease, h) && renewedSinceGrant(w.lease, h))
+}
+
+// successorIndex is where in waiting the next grant goes: to the successor a hand-off
+// named when the grant that just ended was handing off, else to the oldest candidate.
+func successorIndex(waiting []*corev1.Pod, ended *fencingv1.Holder) int {
+	if ended == nil || ended.Handoff == nil {
+		return 0
+	}
+	for i, p := range waiting {
+		if p.UID == ended.Handoff.SuccessorUID {
+			return i
+		}
+	}
+	return 0
 }
 
 func (d *decision) revoke(w world, reason fencingv1.RevocationReason, lateness time.Duration) {
@@ -239,6 +332,14 @@ func specStartupSeconds(fl *fencingv1.FencedLease) int32 {
 		return s
 	}
 	return 300
+}
+
+// specHandoffSeconds is the hand-off grace period a request made now gets.
+func specHandoffSeconds(fl *fencingv1.FencedLease) int32 {
+	if s := fl.Spec.HandoffGracePeriodSeconds; s > 0 {
+		return s
+	}
+	return 30
 }
 
 // startupDeadline is the startup deadline frozen into grant h.

@@ -37,7 +37,11 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 	tokenChanges := parseToken(lease.Annotations) != st.FencingToken
 	want.Annotations[fencingv1.TokenAnnotation] = formatToken(st.FencingToken)
 
-	if h := st.Holder; h != nil {
+	switch h := st.Holder; {
+	case h != nil && leaseRevokedFor(lease, h) && h.Handoff != nil:
+		// Cut off after the hand-off grace period: the Lease stays without a holder, so
+		// the holder's renewals are refused until it is revoked.
+	case h != nil:
 		want.Spec.HolderIdentity = ptr.To(h.PodName)
 		want.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
 		want.Spec.LeaseDurationSeconds = ptr.To(int32(grantDuration(h, fl).Seconds()))
@@ -54,9 +58,16 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 		if tokenChanges {
 			want.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
 		}
-	} else {
+		// The hand-off request, read by the holder from its next renewal.
+		if h.Handoff != nil {
+			want.Annotations[fencingv1.SuccessorAnnotation] = h.Handoff.SuccessorName
+		} else {
+			delete(want.Annotations, fencingv1.SuccessorAnnotation)
+		}
+	default:
 		want.Spec.HolderIdentity = nil
 		delete(want.Annotations, fencingv1.HolderUIDAnnotation)
+		delete(want.Annotations, fencingv1.SuccessorAnnotation)
 	}
 
 	if lease.ResourceVersion == "" {
@@ -94,19 +105,19 @@ func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, po
 	}
 	return r.patchPod(ctx, holder, func(p *corev1.Pod) {
 		setAnnotation(p, fencingv1.TokenAnnotation, formatToken(st.Holder.Token))
-		setAnnotation(p, fencingv1.StateAnnotation, string(fencingv1.PodHolding))
+		setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(st.Holder)))
 		p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
 	})
 }
 
 // demote finishes the end of a grant on a pod that no longer holds one: the last revoked
 // pod is marked Revoked whatever it showed (its grant may have ended before step 3), any
-// other pod still marked Holding is marked Released.
+// other pod still marked Holding (or Draining) is marked Released.
 func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
 	next := podState(p)
 	if rv := fl.Status.LastRevocation; rv != nil && rv.PodUID == p.UID {
 		next = fencingv1.PodRevoked
-	} else if next == fencingv1.PodHolding {
+	} else if next == fencingv1.PodHolding || next == fencingv1.PodDraining {
 		next = fencingv1.PodReleased
 	}
 	if next != podState(p) {
@@ -123,6 +134,14 @@ func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *c
 		}
 	}
 	return nil
+}
+
+// holdingState is the state the holder pod shows: Draining once asked to hand off.
+func holdingState(h *fencingv1.Holder) fencingv1.PodState {
+	if h.Handoff != nil {
+		return fencingv1.PodDraining
+	}
+	return fencingv1.PodHolding
 }
 
 // mustDelete is true for a revoked pod under DeletePod, and for one revoked before it ever

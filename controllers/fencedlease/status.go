@@ -26,6 +26,9 @@ func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease
 		if h := st.Holder; h.FirstRenewTime == nil {
 			c.Message += fmt.Sprintf("; starting: it must renew for the first time within the startup deadline (%ds)", h.StartupDeadlineSeconds)
 		}
+		if ho := st.Holder.Handoff; ho != nil {
+			c.Message += fmt.Sprintf("; draining: asked to hand off to pod %s (a newer revision) within %ds", ho.SuccessorName, ho.GracePeriodSeconds)
+		}
 	case fl.DeletionTimestamp != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonDeleting
 		c.Message = "the FencedLease is being deleted; no new grants"

@@ -26,6 +26,8 @@ type renewal struct {
 	// only, never against this process's clock.
 	renewTime  *metav1.MicroTime
 	observedAt time.Time
+	// handoffSince is when this process first saw the grant asked to hand off; zero before.
+	handoffSince time.Time
 }
 
 func newRenewalTracker(c clock.PassiveClock) *renewalTracker {
@@ -53,6 +55,30 @@ func (t *renewalTracker) observe(key types.NamespacedName, uid types.UID, token 
 	}
 	t.seen[key] = last
 	return last
+}
+
+// handoffStarted returns when this process asked grant (uid, token) to hand off, or
+// first saw it asked: the hand-off grace period counts from there on this process's
+// clock, so after a restart a holder gets the whole grace period again. Call it after
+// observe.
+func (t *renewalTracker) handoffStarted(key types.NamespacedName, uid types.UID, token int64) time.Time {
+	return t.handoffAsked(key, uid, token, t.clock.Now())
+}
+
+// handoffAsked records that grant (uid, token) was asked to hand off at at (a reading of
+// this process's clock), unless it already was, and returns when it was.
+func (t *renewalTracker) handoffAsked(key types.NamespacedName, uid types.UID, token int64, at time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last, ok := t.seen[key]
+	if !ok || last.uid != uid || last.token != token {
+		return at
+	}
+	if last.handoffSince.IsZero() {
+		last.handoffSince = at
+		t.seen[key] = last
+	}
+	return last.handoffSince
 }
 
 // forget drops what is known of a FencedLease that is gone.

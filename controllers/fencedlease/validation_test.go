@@ -37,6 +37,10 @@ var _ = Describe("API validation", func() {
 			"spec.startupDeadlineSeconds: Invalid value: 0: spec.startupDeadlineSeconds in body should be greater than or equal to 1"),
 		Entry("startup deadline over an hour", map[string]any{"startupDeadlineSeconds": 3601},
 			"spec.startupDeadlineSeconds: Invalid value: 3601: spec.startupDeadlineSeconds in body should be less than or equal to 3600"),
+		Entry("zero hand-off grace period", map[string]any{"handoffGracePeriodSeconds": 0},
+			"spec.handoffGracePeriodSeconds: Invalid value: 0: spec.handoffGracePeriodSeconds in body should be greater than or equal to 1"),
+		Entry("hand-off grace period over an hour", map[string]any{"handoffGracePeriodSeconds": 3601},
+			"spec.handoffGracePeriodSeconds: Invalid value: 3601: spec.handoffGracePeriodSeconds in body should be less than or equal to 3600"),
 		Entry("a negative token floor", map[string]any{"minFencingToken": -1},
 			"spec.minFencingToken: Invalid value: -1: spec.minFencingToken in body should be greater than or equal to 0"),
 		Entry("unknown policy", map[string]any{"revocationPolicy": "Sometimes"},
@@ -50,6 +54,7 @@ var _ = Describe("API validation", func() {
 		Expect(k8s.Create(ctx, fl)).To(Succeed())
 		Expect(fl.Spec.LeaseDurationSeconds).To(BeEquivalentTo(15))
 		Expect(fl.Spec.StartupDeadlineSeconds).To(BeEquivalentTo(300))
+		Expect(fl.Spec.HandoffGracePeriodSeconds).To(BeEquivalentTo(30))
 		Expect(fl.Spec.RevocationPolicy).To(Equal(fencingv1.DeletePodPolicy))
 		Expect(fl.Spec.Suspend).To(BeFalse())
 	})

@@ -12,8 +12,15 @@ import (
 // RunAgent is the renewal sidecar's loop, for workloads that do not link this package:
 // it holds the grant until ctx ends (the pod stops). When the grant is lost it logs why
 // and waits, rather than exiting: a restarted sidecar could not win the grant back, and
-// the workload sees the loss in /etc/fencing/state.
+// the workload sees the loss in /etc/fencing/state. A hand-off request is logged and
+// passed on by /etc/fencing/state showing Draining; the agent keeps renewing, because it
+// cannot know when the workload reached a safe point. The workload releases itself (it
+// may clear holderIdentity on its own Lease), or is revoked after the grace period.
 func RunAgent(ctx context.Context, cfg Config, log logr.Logger) error {
+	cfg.OnDraining = func(successor string) {
+		log.Info("asked to hand off to a newer revision; the workload should release at a safe point",
+			"lease", cfg.LeaseName, "token", cfg.Token, "successor", successor)
+	}
 	retry := time.Second
 	c := cfg.Clock
 	if c == nil {

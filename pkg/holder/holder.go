@@ -47,6 +47,10 @@ type Config struct {
 	RetryPeriod time.Duration
 	// OnLost is called once, with the reason, when the grant ends for any reason.
 	OnLost func(error)
+	// OnDraining is called once, with the successor pod's name, when the operator asks
+	// this holder to hand off (see Draining). It runs on the renewal goroutine and must
+	// not block.
+	OnDraining func(successor string)
 	// Clock defaults to the real clock.
 	Clock clock.Clock
 	// Metrics, from NewMetrics, counts renewals and losses; nil counts nothing.
@@ -82,6 +86,9 @@ type Holder struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	lost   sync.Once
+	// draining is closed when the operator asks for a hand-off.
+	draining  chan struct{}
+	drainOnce sync.Once
 	// lease is the Lease as the last renewal left it (nil: read it first); only the
 	// renewing goroutine touches it.
 	lease *coordinationv1.Lease
@@ -100,7 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 	if err := cfg.defaults(lease); err != nil {
 		return nil, err
 	}
-	h := &Holder{cfg: cfg, done: make(chan struct{}), lease: lease}
+	h := &Holder{cfg: cfg, done: make(chan struct{}), draining: make(chan struct{}), lease: lease}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
 	sent, err := h.renew(ctx)
 	if err != nil {
@@ -138,6 +145,14 @@ func (h *Holder) Context() context.Context { return h.ctx }
 // error), or nil while the grant holds.
 func (h *Holder) Err() error { return context.Cause(h.ctx) }
 
+// Draining is closed when the operator asks this holder to hand off: a newer revision
+// of its own workload is waiting. The grant still holds; finish or checkpoint the work
+// in hand, then call Release, before the FencedLease's handoffGracePeriodSeconds end.
+// After that the operator refuses further renewals and revokes the grant when its lease
+// runs out (Context then ends with ErrRevoked or ErrDeadline). A request is never
+// withdrawn.
+func (h *Holder) Draining() <-chan struct{} { return h.draining }
+
 // Token is the fencing token to pass with every protected write.
 func (h *Holder) Token() int64 { return h.cfg.Token }
 
@@ -148,17 +163,26 @@ func (h *Holder) Release(ctx context.Context) error {
 	h.end(ErrReleased)
 	<-h.done
 	leases := h.cfg.Leases.Leases(h.cfg.Namespace)
-	lease, err := leases.Get(ctx, h.cfg.LeaseName, metav1.GetOptions{})
-	if err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		lease, err := leases.Get(ctx, h.cfg.LeaseName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !h.named(lease) {
+			return nil
+		}
+		lease.Spec.HolderIdentity = nil
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		// A renewal cancelled by end may still have landed after the read: read again.
+		if !apierrors.IsConflict(err) || attempt == releaseAttempts-1 {
+			return err
+		}
 	}
-	if !h.named(lease) {
-		return nil
-	}
-	lease.Spec.HolderIdentity = nil
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	return err
 }
+
+// releaseAttempts bounds Release's retries on a conflict; only the holder's own last
+// renewal and the operator write this Lease, so a few are plenty.
+const releaseAttempts = 5
 
 // loop renews every RenewInterval and gives up at RenewDeadline after the last
 // confirmed renewal was sent.
@@ -233,6 +257,9 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 		updated, err := leases.Update(ctx, next, metav1.UpdateOptions{})
 		if err == nil {
 			h.lease = updated
+			if successor := updated.Annotations[fencingv1.SuccessorAnnotation]; successor != "" {
+				h.drain(successor)
+			}
 			return sent, nil
 		}
 		h.lease = nil
@@ -245,6 +272,16 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 func (h *Holder) named(l *coordinationv1.Lease) bool {
 	return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == h.cfg.Identity &&
 		l.Annotations[fencingv1.TokenAnnotation] == strconv.FormatInt(h.cfg.Token, 10)
+}
+
+// drain signals the hand-off request, once.
+func (h *Holder) drain(successor string) {
+	h.drainOnce.Do(func() {
+		close(h.draining)
+		if h.cfg.OnDraining != nil {
+			h.cfg.OnDraining(successor)
+		}
+	})
 }
 
 // end cancels the context with reason and calls OnLost, once.

@@ -17,7 +17,8 @@ import (
 
 // GrantWatcher is the oracle every spec that grants runs: it follows a namespace's pods
 // as they change and records a violation whenever two pods are marked Holding at once,
-// or a pod becomes Holding with a token not above every token before it.
+// or a pod becomes Holding with a token not above every token before it. A pod Draining
+// (asked to hand off) still holds its grant and counts as Holding.
 type GrantWatcher struct {
 	w    watch.Interface
 	done chan struct{}
@@ -47,7 +48,7 @@ func (gw *GrantWatcher) follow() {
 			continue
 		}
 		_, was := holding[p.Name]
-		if ev.Type == watch.Deleted || p.Annotations[fencingv1.StateAnnotation] != string(fencingv1.PodHolding) {
+		if ev.Type == watch.Deleted || !holds(p) {
 			delete(holding, p.Name)
 			continue
 		}
@@ -70,6 +71,11 @@ func (gw *GrantWatcher) follow() {
 		}
 		gw.mu.Unlock()
 	}
+}
+
+func holds(p *corev1.Pod) bool {
+	s := fencingv1.PodState(p.Annotations[fencingv1.StateAnnotation])
+	return s == fencingv1.PodHolding || s == fencingv1.PodDraining
 }
 
 // Stop ends the watch and returns the tokens in the order their pods became Holding,

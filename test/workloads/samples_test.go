@@ -70,6 +70,23 @@ var _ = Describe("The workload samples, applied as they are (issue 8, section 4)
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	})
 
+	It("deployment_rolling.yaml: one replica holds; a RollingUpdate asks it to hand off, and the shell workload that cannot is cut off after the grace period", func() {
+		ns := newNamespace()
+		applySamples(ns, "holder_rbac.yaml", "deployment_rolling.yaml")
+		d := &appsv1.Deployment{}
+		holdThenRoll(ns, "dispatcher", d, func(image string) { d.Spec.Template.Spec.Containers[0].Image = image })
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+			g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(1))
+			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
+			g.Expect(d.Status.Replicas).To(BeEquivalentTo(1))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		Expect(holderOf(Default, ns, "dispatcher").Token).To(BeEquivalentTo(2))
+		fl := &fencingv1.FencedLease{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dispatcher"}, fl)).To(Succeed())
+		Expect(fl.Status.LastRevocation.Reason).To(Equal(fencingv1.ReasonHandoffTimeout))
+	})
+
 	It("statefulset.yaml: its pod holds; a rolling update hands over to token 2 under the same name", func() {
 		ns := newNamespace()
 		applySamples(ns, "holder_rbac.yaml", "statefulset.yaml")
@@ -102,6 +119,6 @@ func holdThenRoll(ns, lease string, workload client.Object, setImage func(string
 		g.Expect(p.Spec.Containers[0].Image).To(Equal(image))
 		g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
 		name = p.Name
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed()) // a hand-off cut off after its grace takes grace + lease
 	return name
 }

@@ -1,0 +1,190 @@
+package fencedlease
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// stepHandoff is step as observe runs it for a holder that may be asked to hand off:
+// successor is what the revision lookup found (it runs only before a request is made).
+func stepHandoff(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, successor *corev1.Pod) decision {
+	w := world{fl: fl, lease: lease, pods: pods, now: c.Now()}
+	if h := fl.Status.Holder; h != nil {
+		w.holder = findPod(pods, h.PodUID)
+		var rt *metav1.MicroTime
+		if leaseShows(lease, h) {
+			rt = lease.Spec.RenewTime
+		}
+		w.renewal = tr.observe(key, h.PodUID, h.Token, rt)
+		if h.Handoff != nil {
+			w.handoffSince = tr.handoffStarted(key, h.PodUID, h.Token)
+		} else {
+			w.successor = successor
+		}
+	}
+	d := decide(w)
+	fl.Status = d.status
+	if h := d.status.Holder; d.asked {
+		tr.handoffAsked(key, h.PodUID, h.Token, d.now) // as writeStatus does
+	}
+	return d
+}
+
+// cutOffLease is the Lease after the controller cut a holder off: no holder, no UID,
+// the token and the last renewal kept.
+func cutOffLease(h *fencingv1.Holder, renew time.Time) *coordinationv1.Lease {
+	l := leaseFor(h, renew)
+	l.Spec.HolderIdentity = nil
+	delete(l.Annotations, fencingv1.HolderUIDAnnotation)
+	return l
+}
+
+// rollout is a holder a, an older-revision standby b, and a newer-revision pod n, each
+// created after the one before.
+func rollout() []corev1.Pod {
+	return []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second)), pod("n", t0.Add(2*time.Second))}
+}
+
+func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	fl.Spec.HandoffGracePeriodSeconds = 5
+	pods := rollout()
+	stepHandoff(tr, c, fl, nil, pods, nil)
+	h := fl.Status.Holder.DeepCopy()
+
+	c.Step(time.Second)
+	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Second)), pods, &pods[2])
+	ho := fl.Status.Holder.Handoff
+	if ho == nil || ho.SuccessorName != "n" || ho.SuccessorUID != pods[2].UID || ho.GracePeriodSeconds != 5 {
+		t.Fatalf("want a hand-off to n with 5s grace, got %+v", ho)
+	}
+	if d.revoked != nil || d.cutOff || d.requeueAfter != 5*time.Second {
+		t.Fatalf("asking must not revoke or cut off, and must look again at the grace end: %+v", d)
+	}
+	if holdingState(fl.Status.Holder) != fencingv1.PodDraining {
+		t.Fatalf("the holder pod should show Draining")
+	}
+	if m := fl.Status.Conditions[0].Message; !strings.Contains(m, "draining") || !strings.Contains(m, "n") {
+		t.Fatalf("Held does not say the holder is draining: %q", m)
+	}
+
+	// The lookup no longer runs once asked: the request stands.
+	c.Step(time.Second)
+	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(2*time.Second)), pods, nil)
+	if fl.Status.Holder.Handoff == nil {
+		t.Fatal("the hand-off request was withdrawn")
+	}
+
+	// The holder releases by clearing holderIdentity (its UID stays): n, not the older
+	// standby b, is granted token 2 in the same decision.
+	released := leaseFor(h, t0.Add(2*time.Second))
+	released.Spec.HolderIdentity = nil
+	d = stepHandoff(tr, c, fl, released, pods, nil)
+	if d.released == nil || d.granted == nil || d.granted.PodName != "n" || d.granted.Token != 2 {
+		t.Fatalf("want a released and n granted token 2, got released=%+v granted=%+v", d.released, d.granted)
+	}
+	if d.granted.Handoff != nil || fl.Status.Waiting != 1 {
+		t.Fatalf("the new grant starts clean, b still waits: %+v", fl.Status)
+	}
+}
+
+func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	fl.Spec.HandoffGracePeriodSeconds = 5
+	pods := rollout()
+	stepHandoff(tr, c, fl, nil, pods, nil)
+	h := fl.Status.Holder.DeepCopy()
+	c.Step(time.Second)
+	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Second)), pods, &pods[2]) // asked at +1s
+
+	// It keeps renewing and never releases.
+	c.Step(5*time.Second - time.Millisecond)
+	if d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(5*time.Second)), pods, nil); d.cutOff || d.revoked != nil {
+		t.Fatalf("cut off before the grace period ended: %+v", d)
+	}
+	c.Step(time.Millisecond) // +6s: grace over; last renewal observed now
+	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods, nil)
+	if !d.cutOff || d.revoked != nil || d.granted != nil || fl.Status.Holder == nil {
+		t.Fatalf("want a cut-off (no revocation, no grant yet): %+v", d)
+	}
+
+	// The Lease no longer names it: its renewals are refused. Nobody is granted until
+	// the lease it last renewed runs out (+6s + 10s).
+	cut := cutOffLease(h, t0.Add(6*time.Second))
+	c.Step(10*time.Second - time.Millisecond)
+	d = stepHandoff(tr, c, fl, cut, pods, nil)
+	if d.revoked != nil || d.granted != nil || d.requeueAfter != time.Millisecond {
+		t.Fatalf("granted or revoked before the cut-off holder's lease ran out: %+v", d)
+	}
+	c.Step(time.Millisecond)
+	d = stepHandoff(tr, c, fl, cut, pods, nil)
+	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonHandoffTimeout || d.revoked.PodName != "a" {
+		t.Fatalf("want a revoked for HandoffTimeout, got %+v", d.revoked)
+	}
+	if d.granted == nil || d.granted.PodName != "n" || d.granted.Token != 2 {
+		t.Fatalf("want n granted token 2, got %+v", d.granted)
+	}
+}
+
+func TestHandoffGraceRestartsWithTheController(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(10)
+	fl.Spec.HandoffGracePeriodSeconds = 5
+	pods := rollout()
+	tr := newRenewalTracker(c)
+	stepHandoff(tr, c, fl, nil, pods, nil)
+	h := fl.Status.Holder.DeepCopy()
+	stepHandoff(tr, c, fl, leaseFor(h, t0), pods, &pods[2])
+
+	c.Step(4 * time.Second)
+	restarted := newRenewalTracker(c)
+	if d := stepHandoff(restarted, c, fl, leaseFor(h, t0.Add(4*time.Second)), pods, nil); d.cutOff || d.requeueAfter != 5*time.Second {
+		t.Fatalf("a new controller must give the whole grace period again: %+v", d)
+	}
+}
+
+// A holder asked to hand off that stops renewing expires as any other would: the
+// request does not extend its lease, nor is a plain expiry called a hand-off timeout.
+func TestDrainingHolderStillExpires(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(3)
+	fl.Spec.HandoffGracePeriodSeconds = 60
+	pods := rollout()
+	stepHandoff(tr, c, fl, nil, pods, nil)
+	h := fl.Status.Holder.DeepCopy()
+	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, &pods[2])
+	c.Step(3*time.Second + time.Millisecond)
+	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, nil)
+	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLeaseExpired || d.granted.PodName != "n" {
+		t.Fatalf("want LeaseExpired and n granted, got %+v", d)
+	}
+}
+
+func TestExpiryReason(t *testing.T) {
+	for _, tc := range []struct {
+		started, timedOut bool
+		want              fencingv1.RevocationReason
+	}{
+		{false, false, fencingv1.ReasonStartupDeadlineExceeded},
+		{false, true, fencingv1.ReasonStartupDeadlineExceeded}, // never ran: its pod must go
+		{true, true, fencingv1.ReasonHandoffTimeout},
+		{true, false, fencingv1.ReasonLeaseExpired},
+	} {
+		if got := expiryReason(tc.started, tc.timedOut); got != tc.want {
+			t.Errorf("expiryReason(%v, %v) = %s, want %s", tc.started, tc.timedOut, got, tc.want)
+		}
+	}
+}
