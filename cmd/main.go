@@ -12,6 +12,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,6 +24,7 @@ import (
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
+	"github.com/fencedlease/fencedlease/controllers/leadership"
 )
 
 func main() {
@@ -38,8 +40,7 @@ func main() {
 
 type options struct {
 	metricsAddr, probeAddr string
-	leaderElect            bool
-	leaderElectionNS       string
+	leader                 leaderOptions
 	localControlPlane      string
 	localAssets            string
 	localKubeconfig        string
@@ -50,8 +51,7 @@ func runManager() error {
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader, so several replicas can run and only one acts.")
-	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's own).")
+	o.leader.bind(flag.CommandLine)
 	flag.StringVar(&o.localControlPlane, "local-control-plane", "never",
 		"Start an embedded kube-apiserver and etcd: 'never', 'always', or 'auto' (only when no cluster is configured).")
 	flag.StringVar(&o.localAssets, "local-control-plane-assets", os.Getenv("KUBEBUILDER_ASSETS"),
@@ -64,6 +64,9 @@ func runManager() error {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
+	if err := o.leader.validate(); err != nil {
+		return err
+	}
 	ctx := ctrl.SetupSignalHandler()
 	cfg, lcp, err := restConfig(o)
 	if err != nil {
@@ -80,22 +83,35 @@ func runManager() error {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(fencingv1.AddToScheme(scheme))
 
+	var guard *leadership.Guard
+	var lock resourcelock.Interface
+	if o.leader.enabled {
+		if lock, guard, err = leaderLock(cfg, o.leader, metrics.Registry); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:        o.probeAddr,
-		LeaderElection:                o.leaderElect,
-		LeaderElectionID:              "fencedlease-operator",
-		LeaderElectionNamespace:       o.leaderElectionNS,
-		LeaderElectionReleaseOnCancel: true, // the process exits right after: a standby takes over at once
-		Cache:                         cache.Options{ByObject: fencedlease.CacheByObject()},
-		WebhookServer:                 webhook.NewServer(webhook.Options{Host: o.webhook.host, Port: o.webhook.port, CertDir: o.webhook.certDir}),
+		Scheme:                              scheme,
+		Metrics:                             metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:              o.probeAddr,
+		LeaderElection:                      o.leader.enabled,
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       &o.leader.leaseDuration,
+		RenewDeadline:                       &o.leader.renewDeadline,
+		RetryPeriod:                         &o.leader.retryPeriod,
+		LeaderElectionReleaseOnCancel:       true, // the process exits right after: a standby takes over at once
+		Cache:                               cache.Options{ByObject: fencedlease.CacheByObject()},
+		WebhookServer:                       webhook.NewServer(webhook.Options{Host: o.webhook.host, Port: o.webhook.port, CertDir: o.webhook.certDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	writer := mgr.GetClient()
+	if guard != nil {
+		writer = guard.Client(writer) // the leader fences itself
+	}
 	r := &fencedlease.Reconciler{
-		Client:    mgr.GetClient(),
+		Client:    writer,
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("fencedlease-controller"),
 		Clock:     clock.RealClock{},
@@ -120,7 +136,7 @@ func runManager() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting manager", "leaderElection", o.leaderElect)
+	ctrl.Log.Info("starting manager", "leaderElection", o.leader.enabled)
 	return mgr.Start(ctx)
 }
 

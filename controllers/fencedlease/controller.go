@@ -2,6 +2,7 @@ package fencedlease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,10 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -22,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/leadership"
 )
 
 // Reconciler grants, watches and revokes FencedLeases.
@@ -49,16 +53,34 @@ type Reconciler struct {
 // the cache did not yet know was gone, is retried from a fresh observation; that is
 // routine, not an error to report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// No request may hang: a reconcile stuck on a dead connection holds its FencedLease.
+	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
 	res, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		logf.FromContext(ctx).V(1).Info("stale read, retrying", "error", err.Error())
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	case errors.Is(err, leadership.ErrNotLeader):
+		// Not certainly the leader: decide nothing. Leadership comes back with the next
+		// confirmed renewal, or the process ends and a standby takes over.
+		logf.FromContext(ctx).Info("leadership not certain; not acting")
+		return ctrl.Result{RequeueAfter: notLeaderRetry}, nil
 	}
 	return res, err
 }
 
-// conflictRetry is short: the newer object is usually already on its way to the cache.
-const conflictRetry = 20 * time.Millisecond
+const (
+	// conflictRetry is short: the newer object is usually already on its way to the cache.
+	conflictRetry = 20 * time.Millisecond
+	// notLeaderRetry: a leader that missed a renewal usually confirms the next one soon.
+	notLeaderRetry = time.Second
+	// reconcileTimeout bounds one reconcile's requests together.
+	reconcileTimeout = 10 * time.Second
+	// maxRetryDelay caps the workqueue's back-off after errors: after an API-server
+	// outage every failed FencedLease is tried again within this, not minutes later.
+	maxRetryDelay = time.Second
+)
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fl := &fencingv1.FencedLease{}
@@ -287,6 +309,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
 		Named("fencedlease").
+		WithOptions(controller.Options{
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, maxRetryDelay),
+		}).
 		Complete(r)
 }
 

@@ -1,0 +1,297 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// Leader-election timings for the managers here: short, so a pause outlasts the lease.
+var leaderFlags = []string{
+	"--leader-elect=true", "--leader-election-namespace=default",
+	"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
+	"--webhook=false", "--health-probe-bind-address=0",
+}
+
+// TestPausedLeaderWritesNothingAfterItsLease pauses the leading manager (SIGSTOP) for
+// longer than its leader lease while it is busy granting and revoking, lets the standby
+// take over, resumes it, and reads the API server's audit log: the resumed manager sent
+// no write after it resumed. (Without the guard, 80 writes in the first 0.6 s after it
+// resumed, status updates among them that the API server accepted.)
+func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
+	dir := t.TempDir()
+	env, err := testenv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditLog := filepath.Join(dir, "audit.log")
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.ControlPlane.GetAPIServer().Configure().Set("audit-policy-file", policy).Set("audit-log-path", auditLog)
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildOperator(t, dir)
+	a := startManager(t, env, bin, dir, "manager-a")
+	waitFor(t, 30*time.Second, "manager-a to lead", func() bool { return a.leading() })
+	b := startManager(t, env, bin, dir, "manager-b")
+
+	// Churn: pods that never renew, each granted and revoked at the 1 s startup deadline.
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ha"}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ha", Name: "churn"},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 1, StartupDeadlineSeconds: 1}}
+	if err := c.Create(ctx, fl); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if err := c.Create(ctx, candidate("ha", fmt.Sprintf("p%02d", i), "churn")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "a few grants by manager-a", func() bool { return transitions(c, fl) >= 3 })
+
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	before := transitions(c, fl)
+	waitFor(t, 30*time.Second, "manager-b to lead and grant", func() bool { return b.leading() && transitions(c, fl) > before })
+	time.Sleep(time.Until(stopped.Add(5 * time.Second))) // paused well past its 3 s lease
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	time.Sleep(4 * time.Second) // it notices it lost the lease, and exits
+	after := transitions(c, fl)
+
+	writes := auditedWrites(t, auditLog, "manager-a")
+	var early, late []string
+	for _, w := range writes {
+		switch {
+		case w.at.Before(stopped):
+			early = append(early, w.what)
+		case !w.at.Before(resumed):
+			late = append(late, w.what)
+		}
+	}
+	t.Logf("manager-a: %d writes before the pause; %d after it resumed; %d refusals logged; it exited: %v; grants by manager-b meanwhile: %d",
+		len(early), len(late), strings.Count(a.stderr.String(), "leadership not certain"), a.exited(), after-before)
+	if len(early) == 0 {
+		t.Fatal("manager-a made no writes before the pause: the scenario did not run")
+	}
+	if len(late) > 0 {
+		t.Fatalf("the resumed ex-leader wrote after its lease had passed:\n%s", strings.Join(late, "\n"))
+	}
+	if strings.Count(a.stderr.String(), "leadership not certain") == 0 {
+		t.Fatal("the resumed ex-leader never tried to act: the scenario did not test the guard")
+	}
+	if after <= before {
+		t.Fatal("manager-b made no grant while manager-a was paused")
+	}
+}
+
+// candidate is a pod as the webhook leaves it: labeled, gated, state Waiting.
+func candidate(ns, name, lease string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels:      map[string]string{fencingv1.LeaseLabel: lease},
+			Annotations: map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)}},
+		Spec: corev1.PodSpec{
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: fencingv1.SchedulingGate}},
+			Containers:      []corev1.Container{{Name: "c", Image: "example.invalid/c"}},
+		},
+	}
+}
+
+func transitions(c client.Client, fl *fencingv1.FencedLease) int64 {
+	got := &fencingv1.FencedLease{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(fl), got); err != nil {
+		return -1
+	}
+	return got.Status.Transitions
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func buildOperator(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "fencedlease")
+	build := exec.Command("go", "build", "-o", bin, "./cmd")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// manager is a fencedlease binary running as its own API user.
+type manager struct {
+	cmd     *exec.Cmd
+	metrics string
+	stderr  *lockedBuffer
+	done    chan struct{}
+}
+
+// startManager runs the binary with leaderFlags as user name (a cluster admin), so the
+// audit log tells its requests apart.
+func startManager(t *testing.T, env *envtest.Environment, bin, dir, name string) *manager {
+	t.Helper()
+	user, err := env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freeLocalPort(t))
+	m := &manager{metrics: "http://" + addr + "/metrics", stderr: &lockedBuffer{}, done: make(chan struct{})}
+	m.cmd = exec.Command(bin, append(leaderFlags, "--metrics-bind-address="+addr)...)
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
+	m.cmd.Stderr = m.stderr
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = m.cmd.Wait(); close(m.done) }()
+	t.Cleanup(func() {
+		_ = m.cmd.Process.Signal(syscall.SIGCONT)
+		_ = m.cmd.Process.Kill()
+		<-m.done
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", name, m.stderr.String())
+		}
+	})
+	return m
+}
+
+func (m *manager) exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// leading reads the manager's leader_election_master_status gauge.
+func (m *manager) leading() bool {
+	hc := http.Client{Timeout: time.Second}
+	resp, err := hc.Get(m.metrics)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if strings.HasPrefix(line, "leader_election_master_status{") && strings.HasSuffix(line, " 1") {
+			return true
+		}
+	}
+	return false
+}
+
+type write struct {
+	at   time.Time
+	what string
+}
+
+// auditedWrites lists user's writes from the audit log, leaving out its leader-election
+// Lease (trying to renew is not a decision) and events.
+func auditedWrites(t *testing.T, path, user string) []write {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []write
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			Stage string `json:"stage"`
+			Verb  string `json:"verb"`
+			User  struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			ObjectRef struct {
+				Resource, Namespace, Name, Subresource string
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+			Received time.Time `json:"requestReceivedTimestamp"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.User.Username != user {
+			continue
+		}
+		switch e.Verb {
+		case "create", "update", "patch", "delete":
+		default:
+			continue
+		}
+		ref := e.ObjectRef
+		if ref.Resource == "events" || (ref.Resource == "leases" && ref.Name == "fencedlease-operator") {
+			continue
+		}
+		out = append(out, write{at: e.Received, what: fmt.Sprintf("%s %s %s/%s/%s (%d) at %s",
+			e.Verb, ref.Resource, ref.Namespace, ref.Name, ref.Subresource, e.ResponseStatus.Code, e.Received.Format(time.RFC3339Nano))})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func freeLocalPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
