@@ -17,6 +17,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 STATICCHECK := $(BIN)/staticcheck
 GINKGO_FLAGS ?=
+CHAOS_ROUNDS ?= 20
 
 .PHONY: all
 all: build
@@ -84,6 +85,10 @@ lint: $(STATICCHECK) ## gofmt must have nothing to say; go vet and staticcheck m
 .PHONY: test
 test: envtest lint ## Run every test (unit and envtest) with the control plane built from modules.
 	go test -race -count=1 ./... -coverprofile cover.out $(GINKGO_FLAGS)
+
+.PHONY: chaos
+chaos: envtest ## The long fault-injection run: two operator replicas, holders writing through the SQL fence, each fault class 20 times; prints the table. CHAOS_ROUNDS=N to change.
+	go test -count=1 -timeout 90m ./test/chaos -run TestChaos -v -chaos.rounds=$(CHAOS_ROUNDS)
 
 ##@ Build and run
 

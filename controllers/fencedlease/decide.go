@@ -170,14 +170,17 @@ func (d *decision) keepOrExpire(w world, h *fencingv1.Holder) {
 		}
 		d.asked = true
 	}
-	left := w.renewal.observedAt.Add(runningLimit(w, h)).Sub(w.now)
+	limit := runningLimit(w, h)
+	left := w.renewal.observedAt.Add(limit).Sub(w.now)
 	graceLeft := handoffGraceLeft(w, h)
 	if left <= 0 {
-		d.revoke(w, expiryReason(started, h.Handoff != nil && graceLeft <= 0), -left)
+		d.revoke(w, expiryReason(started, h.Handoff != nil && graceLeft <= 0), lateness(w, h, limit, -left))
 		return
 	}
 	d.requeueAfter = left
-	if w.renewal.renewTime != nil {
+	if w.renewal.renewTime != nil && w.renewal.seenRenewing {
+		// Only a renewal seen happening moves it: a new leader's first look keeps what the
+		// last one observed, so the lateness metric can show what a failover cost.
 		h.LastRenewTime = microTime(w.renewal.observedAt)
 	}
 	if started && h.FirstRenewTime == nil {
@@ -215,6 +218,18 @@ func handoffGraceLeft(w world, h *fencingv1.Holder) time.Duration {
 		since = w.now // asked in this decision
 	}
 	return since.Add(time.Duration(h.Handoff.GracePeriodSeconds) * time.Second).Sub(w.now)
+}
+
+// lateness is how long after its expiry a grant is revoked, for the metric: on this
+// process's clock, or — when larger — against the last renewal any leader recorded in
+// status. That second reading compares this clock with a time an earlier leader wrote,
+// perhaps on another machine; it decides nothing, and shows the delay failovers add
+// (each new leader gives the holder a whole lease from its first look).
+func lateness(w world, h *fencingv1.Holder, limit, local time.Duration) time.Duration {
+	if h.LastRenewTime == nil {
+		return local
+	}
+	return max(local, w.now.Sub(h.LastRenewTime.Add(limit)))
 }
 
 // runningLimit is how long grant h lasts after its last observed renewal: the startup

@@ -80,6 +80,9 @@ func stepWithHolder(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1
 	w.now = c.Now()
 	d := decide(w)
 	fl.Status = d.status
+	if g := d.granted; g != nil {
+		tr.observe(key, g.PodUID, g.Token, nil) // as writeStatus does
+	}
 	return d
 }
 
@@ -265,6 +268,34 @@ func TestCandidatesAreWaitingAndGated(t *testing.T) {
 	queued.Spec.SchedulingGates = queued.Spec.SchedulingGates[:1]
 	if got := candidates([]corev1.Pod{queued, ready}, &fencingv1.FencedLeaseStatus{}, ""); len(got) != 2 || got[0].Name != "queued" {
 		t.Fatalf("candidates = %v, want queued first once only our gate is left", got)
+	}
+}
+
+// After a failover the new leader revokes a full lease after its first look: the
+// lateness metric shows that delay, measured from the last renewal a leader recorded.
+func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
+	old := newRenewalTracker(c)
+	step(old, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+	c.Step(time.Second)
+	step(old, c, fl, leaseFor(h, t0.Add(time.Second)), pods) // renewal seen at +1s
+
+	c.Step(4 * time.Second) // the leader fails; a new one looks at +5s
+	fresh := newRenewalTracker(c)
+	step(fresh, c, fl, leaseFor(h, t0.Add(time.Second)), pods)
+	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(time.Second)) {
+		t.Fatalf("the new leader's first look moved lastRenewTime to %v", got)
+	}
+	c.Step(10 * time.Second)
+	d := step(fresh, c, fl, leaseFor(h, t0.Add(time.Second)), pods)
+	if d.revoked == nil {
+		t.Fatal("not revoked a lease after the new leader's first look")
+	}
+	if d.lateness != 4*time.Second {
+		t.Fatalf("lateness = %v, want 4s (revoked at +15s, expired at +11s)", d.lateness)
 	}
 }
 

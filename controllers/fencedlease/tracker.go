@@ -26,6 +26,9 @@ type renewal struct {
 	// only, never against this process's clock.
 	renewTime  *metav1.MicroTime
 	observedAt time.Time
+	// seenRenewing: observedAt is a renewal this process saw happen, not its first look
+	// at the grant.
+	seenRenewing bool
 	// handoffSince is when this process first saw the grant asked to hand off; zero before.
 	handoffSince time.Time
 }
@@ -50,6 +53,7 @@ func (t *renewalTracker) observe(key types.NamespacedName, uid types.UID, token 
 	case renewTime != nil && !renewTime.Equal(last.renewTime):
 		last.renewTime = renewTime
 		last.observedAt = t.clock.Now()
+		last.seenRenewing = true
 	default:
 		return last
 	}

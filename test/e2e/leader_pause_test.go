@@ -5,11 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/test/testenv"
@@ -59,10 +54,10 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := buildOperator(t, dir)
-	a := startManager(t, env, bin, dir, "manager-a")
-	waitFor(t, 30*time.Second, "manager-a to lead", func() bool { return a.leading() })
-	b := startManager(t, env, bin, dir, "manager-b")
+	bin := testenv.BuildOperator(t, dir)
+	a := testenv.StartManager(t, env, bin, dir, "manager-a", leaderFlags...)
+	waitFor(t, 30*time.Second, "manager-a to lead", func() bool { return a.Leading() })
+	b := testenv.StartManager(t, env, bin, dir, "manager-b", leaderFlags...)
 
 	// Churn: pods that never renew, each granted and revoked at the 1 s startup deadline.
 	ctx := context.Background()
@@ -82,14 +77,14 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "a few grants by manager-a", func() bool { return transitions(c, fl) >= 3 })
 
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
 	before := transitions(c, fl)
-	waitFor(t, 30*time.Second, "manager-b to lead and grant", func() bool { return b.leading() && transitions(c, fl) > before })
+	waitFor(t, 30*time.Second, "manager-b to lead and grant", func() bool { return b.Leading() && transitions(c, fl) > before })
 	time.Sleep(time.Until(stopped.Add(5 * time.Second))) // paused well past its 3 s lease
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
@@ -107,14 +102,14 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 		}
 	}
 	t.Logf("manager-a: %d writes before the pause; %d after it resumed; %d refusals logged; it exited: %v; grants by manager-b meanwhile: %d",
-		len(early), len(late), strings.Count(a.stderr.String(), "leadership not certain"), a.exited(), after-before)
+		len(early), len(late), strings.Count(a.Stderr.String(), "leadership not certain"), a.Exited(), after-before)
 	if len(early) == 0 {
 		t.Fatal("manager-a made no writes before the pause: the scenario did not run")
 	}
 	if len(late) > 0 {
 		t.Fatalf("the resumed ex-leader wrote after its lease had passed:\n%s", strings.Join(late, "\n"))
 	}
-	if strings.Count(a.stderr.String(), "leadership not certain") == 0 {
+	if strings.Count(a.Stderr.String(), "leadership not certain") == 0 {
 		t.Fatal("the resumed ex-leader never tried to act: the scenario did not test the guard")
 	}
 	if after <= before {
@@ -150,87 +145,6 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
-}
-
-func buildOperator(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "fencedlease")
-	build := exec.Command("go", "build", "-o", bin, "./cmd")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// manager is a fencedlease binary running as its own API user.
-type manager struct {
-	cmd     *exec.Cmd
-	metrics string
-	stderr  *lockedBuffer
-	done    chan struct{}
-}
-
-// startManager runs the binary with leaderFlags as user name (a cluster admin), so the
-// audit log tells its requests apart.
-func startManager(t *testing.T, env *envtest.Environment, bin, dir, name string) *manager {
-	t.Helper()
-	user, err := env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name+".kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freeLocalPort(t))
-	m := &manager{metrics: "http://" + addr + "/metrics", stderr: &lockedBuffer{}, done: make(chan struct{})}
-	m.cmd = exec.Command(bin, append(leaderFlags, "--metrics-bind-address="+addr)...)
-	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
-	m.cmd.Stderr = m.stderr
-	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = m.cmd.Wait(); close(m.done) }()
-	t.Cleanup(func() {
-		_ = m.cmd.Process.Signal(syscall.SIGCONT)
-		_ = m.cmd.Process.Kill()
-		<-m.done
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", name, m.stderr.String())
-		}
-	})
-	return m
-}
-
-func (m *manager) exited() bool {
-	select {
-	case <-m.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// leading reads the manager's leader_election_master_status gauge.
-func (m *manager) leading() bool {
-	hc := http.Client{Timeout: time.Second}
-	resp, err := hc.Get(m.metrics)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if strings.HasPrefix(line, "leader_election_master_status{") && strings.HasSuffix(line, " 1") {
-			return true
-		}
-	}
-	return false
 }
 
 type write struct {
@@ -284,14 +198,4 @@ func auditedWrites(t *testing.T, path, user string) []write {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func freeLocalPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -2,7 +2,6 @@
 package e2e
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"net/url"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,15 +34,10 @@ func TestLocalRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "fencedlease")
-	build := exec.Command("go", "build", "-o", bin, "./cmd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildOperator(t, dir)
 
 	kubeconfig := filepath.Join(dir, "local.kubeconfig")
-	var stderr lockedBuffer
+	var stderr testenv.LockedBuffer
 	cmd := exec.Command(bin, "--local-control-plane=auto", "--leader-elect=false", "--webhook=false", // as make run
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--local-control-plane-assets="+assets, "--local-kubeconfig="+kubeconfig)
@@ -199,22 +192,4 @@ func samples(t *testing.T, dir string) []*unstructured.Unstructured {
 		}
 	}
 	return out
-}
-
-// lockedBuffer collects the child's stderr while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

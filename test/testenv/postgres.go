@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -55,19 +54,9 @@ func StartPostgres(t testing.TB) string {
 	}
 	data := filepath.Join(dir, "data")
 	run("initdb", "-D", data, "-U", "fence", "--auth=trust", "-E", "UTF8", "--no-sync")
-	port := freePort(t)
+	port := FreePort(t)
 	run("pg_ctl", "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o",
 		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50", port, dir), "start")
 	t.Cleanup(func() { run("pg_ctl", "-D", data, "-m", "immediate", "stop") })
 	return fmt.Sprintf("postgres://fence@127.0.0.1:%d/postgres?sslmode=disable", port)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -1,0 +1,95 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// good is a history with two clean hand-overs and a rejected zombie write.
+func good() History {
+	return History{
+		Lease: 2 * time.Second,
+		States: []StateChange{
+			{At: at(0), Pod: "a", UID: "ua", State: "Holding", Token: 1},
+			{At: at(900), Pod: "a", UID: "ua", State: "Released", Token: 1},
+			{At: at(910), Pod: "b", UID: "ub", State: "Holding", Token: 2},
+			{At: at(3000), Pod: "b", UID: "ub", State: "Revoked", Token: 2},
+			{At: at(3010), Pod: "c", UID: "uc", State: "Holding", Token: 3},
+		},
+		Holders: []Life{
+			{Pod: "a", Token: 1, Confirmed: at(10), Ended: at(890)},
+			{Pod: "b", Token: 2, Confirmed: at(920), Ended: at(2500)},
+			{Pod: "c", Token: 3, Confirmed: at(3020)},
+		},
+		Renewals:    []Renewal{{Pod: "b", Token: 2, At: at(920)}},
+		Revocations: []Revocation{{Pod: "b", Token: 2, Reason: "LeaseExpired", At: at(2990)}},
+		Writes: []Write{
+			{Pod: "a", Token: 1, Accepted: true, Row: 1},
+			{Pod: "b", Token: 2, Accepted: true, Row: 2},
+			{Pod: "c", Token: 3, Accepted: true, Row: 3},
+			{Pod: "b", Token: 2, Zombie: true},
+		},
+		Ledger: []Row{{1, 1}, {2, 2}, {3, 3}},
+		Faults: []Fault{{Kind: "leader SIGKILL", Start: at(2000), End: at(2800)}},
+	}
+}
+
+func TestAGoodHistoryPasses(t *testing.T) {
+	if v := Check(good()); len(v) != 0 {
+		t.Fatalf("violations in a good history: %v", v)
+	}
+	if r := Recovery(good())["leader SIGKILL"]; len(r) != 1 || r[0] != 210*time.Millisecond {
+		t.Fatalf("recovery = %v, want 210ms (fault end → grant of c)", r)
+	}
+}
+
+func TestEachBadHistoryIsFlagged(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		corrupt func(*History)
+		want    string
+	}{
+		{"two pods holding", func(h *History) {
+			h.States = append(h.States[:1], h.States[2:]...) // a never released
+		}, "two pods holding"},
+		{"a token to two pods", func(h *History) {
+			h.States[4].Token = 2
+		}, "token 2 held by two pods"},
+		{"a token that went down", func(h *History) {
+			h.States[4].Token, h.States[4].UID = 1, "ua2"
+		}, "began holding token 1 after token 2"},
+		{"a stale write accepted after a newer one", func(h *History) {
+			h.Ledger = append(h.Ledger, Row{4, 2})
+			h.Writes[3].Accepted, h.Writes[3].Row = true, 4
+		}, "stale write accepted: row 4 token 2"},
+		{"an accepted write lost", func(h *History) {
+			h.Ledger = h.Ledger[:2]
+		}, "token 3 (row 3) lost"},
+		{"a row nobody wrote", func(h *History) {
+			h.Ledger = append(h.Ledger, Row{9, 3})
+		}, "the ledger has 4 rows, 3 writes were accepted"},
+		{"a holder live after its successor confirmed", func(h *History) {
+			h.Holders[1].Ended = at(3500)
+		}, "holder b (token 2) still live when c confirmed token 3"},
+		{"a holder that never ended", func(h *History) {
+			h.Holders[0].Ended = time.Time{}
+		}, "holder a (token 1) still live"},
+		{"a spurious revocation", func(h *History) {
+			h.Renewals = append(h.Renewals, Renewal{Pod: "b", Token: 2, At: at(2000)})
+		}, "spurious revocation of b token 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := good()
+			tc.corrupt(&h)
+			v := Check(h)
+			if !strings.Contains(strings.Join(v, "\n"), tc.want) {
+				t.Fatalf("want a violation %q, got %v", tc.want, v)
+			}
+		})
+	}
+}

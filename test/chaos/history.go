@@ -1,0 +1,218 @@
+// Package chaos injects faults into a running operator (its real binary, two replicas)
+// while holders on pkg/holder write through pkg/fence, records what happened, and checks
+// the history against the product's guarantees. Times are from one machine's clock: the
+// test process's, and the operator's for revocations, on the same host.
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// History is what one run recorded.
+type History struct {
+	// Lease is the FencedLease's lease duration.
+	Lease time.Duration
+	// States are the pods' state annotations as they changed (from a watch).
+	States []StateChange
+	// Holders are the lives of the well-behaved holders: from their grant confirmed to
+	// their context ended. Zombies (holders made to ignore their context) are not here.
+	Holders []Life
+	// Renewals are the renewTimes the Lease showed, with the grant it named.
+	Renewals []Renewal
+	// Revocations are the revocations the status recorded.
+	Revocations []Revocation
+	// Writes are the writes holders attempted through the fence.
+	Writes []Write
+	// Ledger is the protected table at the end, in commit order.
+	Ledger []Row
+	// Faults are the faults injected.
+	Faults []Fault
+}
+
+// StateChange is a pod's state annotation as seen at At.
+type StateChange struct {
+	At    time.Time
+	Pod   string
+	UID   types.UID
+	State string // Waiting, Holding, Draining, Released, Revoked; "" once deleted
+	Token int64
+}
+
+// Life is a holder from the moment its grant was confirmed to the end of its context.
+type Life struct {
+	Pod              string
+	Token            int64
+	Confirmed, Ended time.Time // Ended is zero while it still holds
+}
+
+// Renewal is a renewTime a holder wrote, with its grant.
+type Renewal struct {
+	Pod   string
+	Token int64
+	At    time.Time // the renewTime, from the holder's clock
+}
+
+// Revocation is one the status recorded.
+type Revocation struct {
+	Pod    string
+	Token  int64
+	Reason string
+	At     time.Time // the operator's clock
+}
+
+// Write is one attempt to write through the fence.
+type Write struct {
+	Pod      string
+	Token    int64
+	Accepted bool
+	Row      int64 // the ledger row it committed, when accepted
+	Zombie   bool  // written by a holder that ignores its lost grant
+}
+
+// Row is a ledger row.
+type Row struct {
+	ID    int64
+	Token int64
+}
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind       string
+	Start, End time.Time
+}
+
+// Check returns every violation of the guarantees in h.
+func Check(h History) []string {
+	var v []string
+	v = append(v, checkStates(h.States)...)
+	v = append(v, checkLedger(h)...)
+	v = append(v, checkLives(h.Holders)...)
+	v = append(v, checkSpurious(h)...)
+	return v
+}
+
+// checkStates: never two pods Holding (or Draining) at once; every token granted to one
+// pod UID only; each newly holding token above every token before it.
+func checkStates(states []StateChange) []string {
+	var v []string
+	holding := map[types.UID]int64{}
+	owner := map[int64]types.UID{}
+	var last int64
+	for _, s := range states {
+		_, was := holding[s.UID]
+		if s.State != "Holding" && s.State != "Draining" {
+			delete(holding, s.UID)
+			continue
+		}
+		if o, ok := owner[s.Token]; ok && o != s.UID {
+			v = append(v, fmt.Sprintf("token %d held by two pods (%s and %s)", s.Token, o, s.UID))
+		}
+		owner[s.Token] = s.UID
+		holding[s.UID] = s.Token
+		if len(holding) > 1 {
+			v = append(v, fmt.Sprintf("two pods holding at %s: %v", s.At.Format(time.RFC3339Nano), holding))
+		}
+		if !was {
+			if s.Token <= last {
+				v = append(v, fmt.Sprintf("pod %s began holding token %d after token %d", s.Pod, s.Token, last))
+			}
+			last = max(last, s.Token)
+		}
+	}
+	return v
+}
+
+// checkLedger: no write accepted after a newer token wrote (the ledger's tokens never go
+// down in commit order), and nothing lost (every accepted write is in the ledger, and the
+// ledger holds nothing else).
+func checkLedger(h History) []string {
+	var v []string
+	for i := 1; i < len(h.Ledger); i++ {
+		if h.Ledger[i].Token < h.Ledger[i-1].Token {
+			v = append(v, fmt.Sprintf("stale write accepted: row %d token %d after row %d token %d",
+				h.Ledger[i].ID, h.Ledger[i].Token, h.Ledger[i-1].ID, h.Ledger[i-1].Token))
+		}
+	}
+	rows := map[int64]int64{}
+	for _, r := range h.Ledger {
+		rows[r.ID] = r.Token
+	}
+	accepted := 0
+	for _, w := range h.Writes {
+		if !w.Accepted {
+			continue
+		}
+		accepted++
+		if tok, ok := rows[w.Row]; !ok || tok != w.Token {
+			v = append(v, fmt.Sprintf("accepted write of %s token %d (row %d) lost", w.Pod, w.Token, w.Row))
+		}
+	}
+	if accepted != len(h.Ledger) {
+		v = append(v, fmt.Sprintf("the ledger has %d rows, %d writes were accepted", len(h.Ledger), accepted))
+	}
+	return v
+}
+
+// checkLives: a well-behaved holder's context ended before its successor's grant was
+// confirmed: never two live holders.
+func checkLives(lives []Life) []string {
+	var v []string
+	sorted := slices.Clone(lives)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Token < sorted[j].Token })
+	for i := 1; i < len(sorted); i++ {
+		l, next := sorted[i-1], sorted[i] // its direct successor is the one that matters
+		if l.Ended.IsZero() || l.Ended.After(next.Confirmed) {
+			v = append(v, fmt.Sprintf("holder %s (token %d) still live when %s confirmed token %d", l.Pod, l.Token, next.Pod, next.Token))
+		}
+	}
+	return v
+}
+
+// checkSpurious: a revocation for expiry less than a lease after a renewal of that grant.
+func checkSpurious(h History) []string {
+	var v []string
+	for _, rv := range h.Revocations {
+		if rv.Reason != "LeaseExpired" && rv.Reason != "StartupDeadlineExceeded" {
+			continue
+		}
+		for _, rn := range h.Renewals {
+			if rn.Pod == rv.Pod && rn.Token == rv.Token && rv.At.Sub(rn.At) < h.Lease-spuriousMargin {
+				v = append(v, fmt.Sprintf("spurious revocation of %s token %d at %s, %v after its renewal",
+					rv.Pod, rv.Token, rv.At.Format(time.RFC3339Nano), rv.At.Sub(rn.At)))
+				break
+			}
+		}
+	}
+	return v
+}
+
+// spuriousMargin allows for the renewTime being taken just before the write is sent.
+const spuriousMargin = 50 * time.Millisecond
+
+// Spurious counts the spurious revocations in h.
+func Spurious(h History) int { return len(checkSpurious(h)) }
+
+// Recovery is, per fault, how long after it ended the next grant came.
+func Recovery(h History) map[string][]time.Duration {
+	var grants []time.Time
+	for _, s := range h.States {
+		if s.State == "Holding" {
+			grants = append(grants, s.At)
+		}
+	}
+	out := map[string][]time.Duration{}
+	for _, f := range h.Faults {
+		for _, g := range grants {
+			if !g.Before(f.End) {
+				out[f.Kind] = append(out[f.Kind], g.Sub(f.End))
+				break
+			}
+		}
+	}
+	return out
+}

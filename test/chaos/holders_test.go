@@ -1,0 +1,221 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/pkg/fence"
+	"github.com/fencedlease/fencedlease/pkg/holder"
+)
+
+// ledger is the protected resource: a SQL table (SQLite or PostgreSQL) written only
+// through the fence.
+type ledger struct {
+	db    *sql.DB
+	fence fence.SQL
+}
+
+func (l *ledger) create(ctx context.Context) error {
+	if err := l.fence.CreateTable(ctx, l.db); err != nil {
+		return err
+	}
+	id := "INTEGER PRIMARY KEY AUTOINCREMENT"
+	if l.fence.Dialect == fence.Postgres {
+		id = "BIGSERIAL PRIMARY KEY"
+	}
+	_, err := l.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS ledger (id `+id+`, token BIGINT NOT NULL, pod TEXT NOT NULL)`)
+	return err
+}
+
+// write records one entry for pod under token, or is refused as stale.
+func (l *ledger) write(ctx context.Context, pod string, token int64, zombie bool) (Write, error) {
+	w := Write{Pod: pod, Token: token, Zombie: zombie}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return w, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := l.fence.Accept(ctx, tx, "ledger", token); err != nil {
+		if errors.Is(err, fence.ErrStaleToken) {
+			return w, nil
+		}
+		return w, err
+	}
+	insert := `INSERT INTO ledger (token, pod) VALUES (?1, ?2) RETURNING id`
+	if l.fence.Dialect == fence.Postgres {
+		insert = `INSERT INTO ledger (token, pod) VALUES ($1, $2) RETURNING id`
+	}
+	if err := tx.QueryRowContext(ctx, insert, token, pod).Scan(&w.Row); err != nil {
+		return w, err
+	}
+	if err := tx.Commit(); err != nil {
+		return w, err
+	}
+	w.Accepted = true
+	return w, nil
+}
+
+func (l *ledger) rows(ctx context.Context) ([]Row, error) {
+	rs, err := l.db.QueryContext(ctx, `SELECT id, token FROM ledger ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []Row
+	for rs.Next() {
+		var r Row
+		if err := rs.Scan(&r.ID, &r.Token); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+// holders plays the workload: for every grant, a pkg/holder Holder that writes to the
+// ledger for a while and releases. Every zombieEvery-th holder is a zombie instead: it
+// loses its link to the API server and goes on writing, ignoring its context, for three
+// leases.
+type holders struct {
+	cfg         *rest.Config
+	c           client.Client
+	ns, lease   string
+	leaseLength time.Duration
+	ledger      *ledger
+	zombieEvery int64
+
+	mu      sync.Mutex
+	n       int64 // holders started
+	started map[int64]bool
+	lives   []Life
+	writes  []Write
+	errs    []error
+	wg      sync.WaitGroup
+}
+
+func (hs *holders) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if pod, token, ok := hs.granted(ctx); ok {
+			hs.mu.Lock()
+			if !hs.started[token] {
+				hs.started[token] = true
+				hs.n++
+				hs.wg.Add(1)
+				go hs.hold(ctx, pod, token, hs.zombieEvery > 0 && hs.n%hs.zombieEvery == 0)
+			}
+			hs.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	hs.wg.Wait()
+}
+
+// granted finds the pod the grant was finished for: the status names it, and the pod
+// carries the token and lost its scheduling gate — the moment a real pod could start.
+func (hs *holders) granted(ctx context.Context) (string, int64, bool) {
+	fl := &fencingv1.FencedLease{}
+	if hs.c.Get(ctx, client.ObjectKey{Namespace: hs.ns, Name: hs.lease}, fl) != nil || fl.Status.Holder == nil {
+		return "", 0, false
+	}
+	g := fl.Status.Holder
+	p := &corev1.Pod{}
+	if hs.c.Get(ctx, client.ObjectKey{Namespace: hs.ns, Name: g.PodName}, p) != nil || p.UID != g.PodUID ||
+		p.Annotations[fencingv1.TokenAnnotation] != strconv.FormatInt(g.Token, 10) || len(p.Spec.SchedulingGates) > 0 {
+		return "", 0, false
+	}
+	return g.PodName, g.Token, true
+}
+
+// cuttable is a holder's link to the API server.
+type cuttable struct {
+	cut atomic.Bool
+	rt  http.RoundTripper
+}
+
+func (c *cuttable) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.cut.Load() {
+		return nil, errors.New("cut off from the API server")
+	}
+	return c.rt.RoundTrip(r)
+}
+
+func (hs *holders) hold(ctx context.Context, pod string, token int64, zombie bool) {
+	defer hs.wg.Done()
+	link := &cuttable{}
+	cfg := rest.CopyConfig(hs.cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { link.rt = rt; return link }
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		hs.fail(err)
+		return
+	}
+	h, err := holder.Start(ctx, holder.Config{Leases: cs.CoordinationV1(), Namespace: hs.ns, LeaseName: hs.lease, Identity: pod, Token: token})
+	if err != nil {
+		return // revoked, or the API server was away: never confirmed, never worked
+	}
+	life := Life{Pod: pod, Token: token, Confirmed: time.Now()}
+	if zombie {
+		link.cut.Store(true)
+		for end := time.Now().Add(3 * hs.leaseLength); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+			hs.write(ctx, pod, token, true) // ignores its lost grant: only the test's end stops it
+		}
+		return
+	}
+	for end := time.Now().Add(600 * time.Millisecond); h.Context().Err() == nil && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		hs.write(h.Context(), pod, token, false)
+	}
+	if h.Context().Err() == nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = h.Release(rctx) // may fail in an outage: the grant then expires
+		cancel()
+	}
+	<-h.Context().Done()
+	life.Ended = time.Now()
+	hs.mu.Lock()
+	hs.lives = append(hs.lives, life)
+	hs.mu.Unlock()
+}
+
+// write decides by ctx whether to start a write; once started, the write runs to its
+// end (a cancelled commit could have landed unseen), and the fence judges it.
+func (hs *holders) write(ctx context.Context, pod string, token int64, zombie bool) {
+	if ctx.Err() != nil {
+		return
+	}
+	w, err := hs.ledger.write(context.Background(), pod, token, zombie)
+	if err != nil {
+		hs.fail(err)
+		return
+	}
+	hs.mu.Lock()
+	hs.writes = append(hs.writes, w)
+	hs.mu.Unlock()
+}
+
+func (hs *holders) fail(err error) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.errs = append(hs.errs, err)
+}
+
+func (hs *holders) into(h *History) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	h.Holders = append(h.Holders, hs.lives...)
+	h.Writes = append(h.Writes, hs.writes...)
+}

@@ -1,0 +1,161 @@
+package chaos
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// recorder follows the pods' states and the Lease's renewals with watches, and the
+// FencedLease's revocations by polling its status.
+type recorder struct {
+	mu          sync.Mutex
+	states      []StateChange
+	renewals    []Renewal
+	revocations []Revocation
+	lastState   map[string]string // pod UID → last state recorded
+}
+
+func record(ctx context.Context, cs *kubernetes.Clientset, c client.Client, ns, lease string) *recorder {
+	r := &recorder{lastState: map[string]string{}}
+	go follow(ctx, func(ctx context.Context, rv string) (watch.Interface, error) {
+		if rv == "" {
+			// A fresh start: pods deleted while no watch ran are gone from the list.
+			list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			r.relisted(list.Items)
+			rv = list.ResourceVersion
+		}
+		return cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}, func(ev watch.Event) { r.pod(ev.Object, ev.Type == watch.Deleted) })
+	go follow(ctx, func(ctx context.Context, rv string) (watch.Interface, error) {
+		return cs.CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	}, func(ev watch.Event) { r.lease(ev.Object, lease) })
+	go r.pollRevocations(ctx, c, ns, lease)
+	return r
+}
+
+// follow watches from where it left off and re-watches within 50 ms of any break (an
+// informer backs off for up to 30 s after repeated failures, and would miss the very
+// moments a fault makes interesting). A resourceVersion too old to resume from starts a
+// fresh watch, whose initial events re-state every object.
+func follow(ctx context.Context, start func(context.Context, string) (watch.Interface, error), on func(watch.Event)) {
+	rv := ""
+	for ctx.Err() == nil {
+		w, err := start(ctx, rv)
+		if err != nil {
+			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
+				rv = ""
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				if st, ok := ev.Object.(*metav1.Status); ok && st.Code == http.StatusGone {
+					rv = ""
+				}
+				break
+			}
+			if m, err := meta.Accessor(ev.Object); err == nil {
+				rv = m.GetResourceVersion()
+			}
+			if ev.Type != watch.Bookmark {
+				on(ev)
+			}
+		}
+		w.Stop()
+	}
+}
+
+func (r *recorder) pod(o runtime.Object, deleted bool) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	state := p.Annotations[fencingv1.StateAnnotation]
+	if deleted {
+		state = ""
+	}
+	token, _ := strconv.ParseInt(p.Annotations[fencingv1.TokenAnnotation], 10, 64)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev, seen := r.lastState[string(p.UID)]; seen && prev == state {
+		return
+	}
+	r.lastState[string(p.UID)] = state
+	r.states = append(r.states, StateChange{At: time.Now(), Pod: p.Name, UID: p.UID, State: state, Token: token})
+}
+
+// relisted records the pods of a fresh list, and every pod seen before that is not in it
+// as deleted.
+func (r *recorder) relisted(pods []corev1.Pod) {
+	present := map[string]bool{}
+	for i := range pods {
+		present[string(pods[i].UID)] = true
+		r.pod(&pods[i], false)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid, state := range r.lastState {
+		if !present[uid] && state != "" {
+			r.lastState[uid] = ""
+			r.states = append(r.states, StateChange{At: time.Now(), UID: types.UID(uid), State: ""})
+		}
+	}
+}
+
+func (r *recorder) lease(o runtime.Object, name string) {
+	l, ok := o.(*coordinationv1.Lease)
+	if !ok || l.Name != name || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
+		return
+	}
+	token, _ := strconv.ParseInt(l.Annotations[fencingv1.TokenAnnotation], 10, 64)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.renewals = append(r.renewals, Renewal{Pod: *l.Spec.HolderIdentity, Token: token, At: l.Spec.RenewTime.Time})
+}
+
+func (r *recorder) pollRevocations(ctx context.Context, c client.Client, ns, name string) {
+	var last int64
+	for ctx.Err() == nil {
+		fl := &fencingv1.FencedLease{}
+		if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl) == nil && fl.Status.Revocations != last {
+			if rv := fl.Status.LastRevocation; rv != nil {
+				r.mu.Lock()
+				r.revocations = append(r.revocations, Revocation{Pod: rv.PodName, Token: rv.Token, Reason: string(rv.Reason), At: rv.Time.Time})
+				r.mu.Unlock()
+			}
+			last = fl.Status.Revocations
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (r *recorder) into(h *History) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h.States = append(h.States, r.states...)
+	h.Renewals = append(h.Renewals, r.renewals...)
+	h.Revocations = append(h.Revocations, r.revocations...)
+}

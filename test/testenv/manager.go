@@ -1,0 +1,149 @@
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// BuildOperator builds the fencedlease binary into dir.
+func BuildOperator(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "fencedlease")
+	build := exec.Command("go", "build", "-o", bin, "./cmd")
+	build.Dir = RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Manager is a fencedlease binary running as its own API user, so an audit log tells its
+// requests apart.
+type Manager struct {
+	Name   string
+	Cmd    *exec.Cmd
+	Stderr *LockedBuffer
+
+	metrics string
+	done    chan struct{}
+}
+
+// StartManager runs bin with args (a metrics address is added) as user name, a cluster
+// admin of env. It is killed when the test ends.
+func StartManager(t testing.TB, env *envtest.Environment, bin, dir, name string, args ...string) *Manager {
+	t.Helper()
+	user, err := env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	m := &Manager{Name: name, Stderr: &LockedBuffer{}, metrics: "http://" + addr + "/metrics", done: make(chan struct{})}
+	m.Cmd = exec.Command(bin, append(args, "--metrics-bind-address="+addr)...)
+	m.Cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
+	m.Cmd.Stderr = m.Stderr
+	if err := m.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = m.Cmd.Wait(); close(m.done) }()
+	t.Cleanup(func() {
+		m.Kill()
+		if t.Failed() || os.Getenv("MANAGER_LOGS") != "" {
+			t.Logf("%s stderr (tail):\n%s", name, tail(m.Stderr.String(), 4000))
+		}
+	})
+	return m
+}
+
+// Kill stops the process at once (a stopped one too) and waits for it.
+func (m *Manager) Kill() {
+	_ = m.Cmd.Process.Signal(syscall.SIGCONT)
+	_ = m.Cmd.Process.Kill()
+	<-m.done
+}
+
+// Exited is true once the process ended.
+func (m *Manager) Exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Done is closed when the process ended.
+func (m *Manager) Done() <-chan struct{} { return m.done }
+
+// Leading reads the manager's leader_election_master_status gauge.
+func (m *Manager) Leading() bool {
+	hc := http.Client{Timeout: time.Second}
+	resp, err := hc.Get(m.metrics)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if strings.HasPrefix(line, "leader_election_master_status{") && strings.HasSuffix(line, " 1") {
+			return true
+		}
+	}
+	return false
+}
+
+// FreePort is a TCP port on 127.0.0.1 free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// LockedBuffer collects a child's output while the test reads it.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
