@@ -373,7 +373,7 @@ func report(t *testing.T, h History, hs *holders) {
 		injected[f.Kind]++
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| fault | injected | recovery p50 | recovery max |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| fault | injected | recovery p50 | recovery max | (faults ended under a zombie, left out) |\n|---|---|---|---|---|\n")
 	rec := Recovery(h)
 	for _, f := range faultClasses {
 		d := slices.Clone(rec[f.name])
@@ -382,7 +382,7 @@ func report(t *testing.T, h History, hs *holders) {
 		if len(d) > 0 {
 			p50, worst = d[(len(d)-1)/2].Round(time.Millisecond).String(), d[len(d)-1].Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", f.name, injected[f.name], p50, worst)
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d |\n", f.name, injected[f.name], p50, worst, injected[f.name]-len(d))
 	}
 	fmt.Fprintf(&b, "grants %d, revocations %d, holders %d, writes attempted %d / accepted %d / rejected %d (by zombies %d), violations %d, spurious revocations %d\n",
 		grants, len(h.Revocations), len(h.Holders), len(h.Writes), accepted, rejected, zombieRejected, len(Check(h)), Spurious(h))

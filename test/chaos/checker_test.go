@@ -32,7 +32,7 @@ func good() History {
 			{Pod: "a", Token: 1, Accepted: true, Row: 1},
 			{Pod: "b", Token: 2, Accepted: true, Row: 2},
 			{Pod: "c", Token: 3, Accepted: true, Row: 3},
-			{Pod: "b", Token: 2, Zombie: true},
+			{Pod: "a", Token: 1, Zombie: true}, // a late write from a, refused
 		},
 		Ledger: []Row{{1, 1}, {2, 2}, {3, 3}},
 		Faults: []Fault{{Kind: "leader SIGKILL", Start: at(2000), End: at(2800)}},
@@ -45,6 +45,11 @@ func TestAGoodHistoryPasses(t *testing.T) {
 	}
 	if r := Recovery(good())["leader SIGKILL"]; len(r) != 1 || r[0] != 210*time.Millisecond {
 		t.Fatalf("recovery = %v, want 210ms (fault end → grant of c)", r)
+	}
+	zombie := good()
+	zombie.Writes = append(zombie.Writes, Write{Pod: "b", Token: 2, Zombie: true})
+	if r := Recovery(zombie)["leader SIGKILL"]; len(r) != 0 {
+		t.Fatalf("a fault that ended under a zombie counted: %v", r)
 	}
 }
 

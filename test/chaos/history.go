@@ -197,21 +197,38 @@ const spuriousMargin = 50 * time.Millisecond
 // Spurious counts the spurious revocations in h.
 func Spurious(h History) int { return len(checkSpurious(h)) }
 
-// Recovery is, per fault, how long after it ended the next grant came.
+// Recovery is, per fault, how long after it ended the next grant came. A fault that
+// ended while a zombie held the grant is left out: its successor waits out the zombie's
+// lease whatever the fault did.
 func Recovery(h History) map[string][]time.Duration {
-	var grants []time.Time
+	zombie := map[int64]bool{}
+	for _, w := range h.Writes {
+		if w.Zombie {
+			zombie[w.Token] = true
+		}
+	}
+	type grant struct {
+		at    time.Time
+		token int64
+	}
+	var grants []grant
 	for _, s := range h.States {
 		if s.State == "Holding" {
-			grants = append(grants, s.At)
+			grants = append(grants, grant{s.At, s.Token})
 		}
 	}
 	out := map[string][]time.Duration{}
 	for _, f := range h.Faults {
+		var held int64
 		for _, g := range grants {
-			if !g.Before(f.End) {
-				out[f.Kind] = append(out[f.Kind], g.Sub(f.End))
-				break
+			if g.at.Before(f.End) {
+				held = g.token
+				continue
 			}
+			if !zombie[held] {
+				out[f.Kind] = append(out[f.Kind], g.at.Sub(f.End))
+			}
+			break
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -85,7 +86,8 @@ func (l *ledger) rows(ctx context.Context) ([]Row, error) {
 }
 
 // holders plays the workload: for every grant, a pkg/holder Holder that writes to the
-// ledger for a while and releases. Every zombieEvery-th holder is a zombie instead: it
+// ledger for a while and releases. One holder in zombieEvery, at random (a fixed cadence
+// would meet the faults' own cadence), is a zombie instead: it
 // loses its link to the API server and goes on writing, ignoring its context, for three
 // leases.
 type holders struct {
@@ -97,7 +99,6 @@ type holders struct {
 	zombieEvery int64
 
 	mu      sync.Mutex
-	n       int64 // holders started
 	started map[int64]bool
 	lives   []Life
 	writes  []Write
@@ -111,9 +112,8 @@ func (hs *holders) run(ctx context.Context) {
 			hs.mu.Lock()
 			if !hs.started[token] {
 				hs.started[token] = true
-				hs.n++
 				hs.wg.Add(1)
-				go hs.hold(ctx, pod, token, hs.zombieEvery > 0 && hs.n%hs.zombieEvery == 0)
+				go hs.hold(ctx, pod, token, hs.zombieEvery > 0 && rand.Int64N(hs.zombieEvery) == 0)
 			}
 			hs.mu.Unlock()
 		}
