@@ -16,11 +16,14 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -137,18 +140,16 @@ func expired(r fencingv1.RevocationReason) bool {
 		r == fencingv1.ReasonHandoffTimeout
 }
 
-// observe reads the clock, then the Lease (uncached) and the labeled pods, confirms the
-// holder pod by UID, and asks the tracker when the holder was last seen renewing. The
-// clock comes first: a renewal that lands after that reading is either in the Lease read
-// here, or makes the revocation's compare-and-swap on the Lease fail.
+// observe reads the clock, then the Lease and the labeled pods, confirms the holder pod
+// by UID, and asks the tracker when the holder was last seen renewing. The clock comes
+// first: a renewal that lands after that reading is either in the Lease read here, or
+// makes the revocation's compare-and-swap on the Lease fail. So is one the cache has not
+// shown yet: the compare-and-swap carries the version read, so the cache may lag without
+// a holder ever being revoked for a renewal that landed.
 func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (world, error) {
 	w := world{fl: fl, now: r.Clock.Now()}
 	var err error
-	lease := &coordinationv1.Lease{}
-	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(fl), lease); {
-	case err == nil:
-		w.lease = lease
-	case !apierrors.IsNotFound(err):
+	if w.lease, err = r.readLease(ctx, client.ObjectKeyFromObject(fl)); err != nil {
 		return w, err
 	}
 	pods := &corev1.PodList{}
@@ -194,6 +195,25 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 		}
 	}
 	return w, nil
+}
+
+// readLease reads the Lease from the cache, which holds the operator's (labeled) Leases
+// and follows every renewal without a request. Only a Lease the cache does not show —
+// none yet, one the cache has not caught up with, or a foreign one without the label —
+// costs a read. nil when there is none.
+func (r *Reconciler) readLease(ctx context.Context, key client.ObjectKey) (*coordinationv1.Lease, error) {
+	lease := &coordinationv1.Lease{}
+	err := r.Get(ctx, key, lease)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, lease)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return lease, nil
 }
 
 // podByUID reads pod (name, uid) uncached, for a pod the label-filtered cache does not
@@ -305,7 +325,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.tracker = newRenewalTracker(r.Clock)
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&fencingv1.FencedLease{}).
+		// Its own status writes need no second look: the reconcile that wrote them goes on
+		// to the Lease and the pods.
+		For(&fencingv1.FencedLease{}, builder.WithPredicates(notStatusOnly)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
 		Named("fencedlease").
@@ -314,6 +336,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}).
 		Complete(r)
 }
+
+// notStatusOnly lets every event through but an update that changed only the status —
+// which only this controller writes (the fencedlease-status admission policy).
+var notStatusOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.GetGeneration() != n.GetGeneration() ||
+		!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) ||
+		!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
+		!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+		!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
+}}
 
 // byLabel maps a labeled Lease or pod to the FencedLease its label names.
 func byLabel(_ context.Context, o client.Object) []reconcile.Request {

@@ -178,7 +178,7 @@ func (d *decision) keepOrExpire(w world, h *fencingv1.Holder) {
 		return
 	}
 	d.requeueAfter = left
-	if w.renewal.renewTime != nil && w.renewal.seenRenewing {
+	if w.renewal.renewTime != nil && w.renewal.seenRenewing && lastRenewStale(h, w.renewal.observedAt, limit) {
 		// Only a renewal seen happening moves it: a new leader's first look keeps what the
 		// last one observed, so the lateness metric can show what a failover cost.
 		h.LastRenewTime = microTime(w.renewal.observedAt)
@@ -218,6 +218,13 @@ func handoffGraceLeft(w world, h *fencingv1.Holder) time.Duration {
 		since = w.now // asked in this decision
 	}
 	return since.Add(time.Duration(h.Handoff.GracePeriodSeconds) * time.Second).Sub(w.now)
+}
+
+// lastRenewStale is true when status.holder.lastRenewTime is half a lease behind a
+// renewal observed at seen: it is recorded at most every half lease, so renewals cost no
+// status write in between (expiry is judged on the tracker, never on this field).
+func lastRenewStale(h *fencingv1.Holder, seen time.Time, limit time.Duration) bool {
+	return h.LastRenewTime == nil || seen.Sub(h.LastRenewTime.Time) >= limit/2
 }
 
 // lateness is how long after its expiry a grant is revoked, for the metric: on this

@@ -6,6 +6,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -280,22 +281,22 @@ func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
 	old := newRenewalTracker(c)
 	step(old, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
-	c.Step(time.Second)
-	step(old, c, fl, leaseFor(h, t0.Add(time.Second)), pods) // renewal seen at +1s
+	c.Step(6 * time.Second)
+	step(old, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods) // renewal seen at +6s
 
-	c.Step(4 * time.Second) // the leader fails; a new one looks at +5s
+	c.Step(4 * time.Second) // the leader fails; a new one looks at +10s
 	fresh := newRenewalTracker(c)
-	step(fresh, c, fl, leaseFor(h, t0.Add(time.Second)), pods)
-	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(time.Second)) {
+	step(fresh, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
+	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(6 * time.Second)) {
 		t.Fatalf("the new leader's first look moved lastRenewTime to %v", got)
 	}
 	c.Step(10 * time.Second)
-	d := step(fresh, c, fl, leaseFor(h, t0.Add(time.Second)), pods)
+	d := step(fresh, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
 	if d.revoked == nil {
 		t.Fatal("not revoked a lease after the new leader's first look")
 	}
 	if d.lateness != 4*time.Second {
-		t.Fatalf("lateness = %v, want 4s (revoked at +15s, expired at +11s)", d.lateness)
+		t.Fatalf("lateness = %v, want 4s (revoked at +20s, expired at +16s)", d.lateness)
 	}
 }
 
@@ -306,14 +307,41 @@ func TestLastRenewTimeChangesOnlyOnRenewal(t *testing.T) {
 	pods := []corev1.Pod{pod("a", t0)}
 	step(tr, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
-	c.Step(3 * time.Second)
-	step(tr, c, fl, leaseFor(h, t0.Add(3*time.Second)), pods)
-	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(3 * time.Second)) {
-		t.Fatalf("lastRenewTime = %v, want the observation at +3s", got)
+	c.Step(6 * time.Second)
+	step(tr, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
+	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(6 * time.Second)) {
+		t.Fatalf("lastRenewTime = %v, want the observation at +6s", got)
 	}
 	c.Step(2 * time.Second)
-	step(tr, c, fl, leaseFor(h, t0.Add(3*time.Second)), pods)
-	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(3 * time.Second)) {
+	step(tr, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
+	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(6 * time.Second)) {
 		t.Fatalf("lastRenewTime moved without a renewal: %v", got)
+	}
+}
+
+// A renewal costs no status write: lastRenewTime follows renewals at most every half
+// lease, while expiry still counts from every renewal observed.
+func TestLastRenewTimeIsRecordedAtMostEveryHalfLease(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
+	step(tr, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+	writes := 0
+	for i := 1; i <= 30; i++ { // a renewal every second for 30 s
+		c.Step(time.Second)
+		before := fl.Status.DeepCopy()
+		d := step(tr, c, fl, leaseFor(h, t0.Add(time.Duration(i)*time.Second)), pods)
+		if d.revoked != nil || d.requeueAfter != 10*time.Second {
+			t.Fatalf("renewal %d: %+v; every renewal must restart the 10 s", i, d)
+		}
+		if !equality.Semantic.DeepEqual(*before, fl.Status) {
+			writes++
+		}
+	}
+	// +1 s: the first renewal (firstRenewTime); then +5 s, +10 s, … +30 s.
+	if writes > 7 {
+		t.Fatalf("%d status writes for 30 renewals, want at most 7 (one per half lease)", writes)
 	}
 }

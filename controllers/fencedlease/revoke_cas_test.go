@@ -19,7 +19,7 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// afterLeaseRead is an uncached reader that runs then right after it captured the Lease
+// afterLeaseRead is a client that runs then right after it captured the Lease
 // and before the controller decides: the moment a pause would fall.
 type afterLeaseRead struct {
 	client.Client
@@ -62,7 +62,9 @@ func newCASFixture(t *testing.T) *casFixture {
 		WithStatusSubresource(&fencingv1.FencedLease{}).Build()
 	clock := clocktesting.NewFakeClock(t0)
 	reader := &afterLeaseRead{Client: c}
-	r := &Reconciler{Client: c, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry())}
+	// The Lease is read through the (cached) client: the hook sits there, and on the
+	// uncached reader for the reads that fall back to it.
+	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry())}
 	r.tracker = newRenewalTracker(clock)
 	f := &casFixture{c: c, clock: clock, r: r, reader: reader}
 	f.reconcile(t) // the controller sees the grant at t0

@@ -2,6 +2,7 @@ package fencedlease_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -52,6 +53,8 @@ type controllerOpts struct {
 	id             string
 	// registry receives the controller's metrics when set.
 	registry *prometheus.Registry
+	// wrap wraps the manager's connection to the API server.
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // startController runs a controller manager that sees only namespace ns, as a separate
@@ -66,7 +69,7 @@ func startController(ns string, o controllerOpts) (ctrl.Manager, func()) {
 func startControllerOn(cfg *rest.Config, ns string, o controllerOpts) (ctrl.Manager, func()) {
 	GinkgoHelper()
 	c, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{
-		Name: o.id, LeaderElection: o.leaderElection, Registry: o.registry,
+		Name: o.id, LeaderElection: o.leaderElection, Registry: o.registry, WrapTransport: o.wrap,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	stop := func() { Expect(c.Stop()).To(Succeed()) }

@@ -5,6 +5,7 @@ package testenv
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -106,6 +107,9 @@ type ControllerOptions struct {
 	LeaderElection bool
 	// Registry receives the controller's metrics when set.
 	Registry *prometheus.Registry
+	// WrapTransport, when set, wraps the manager's connection to the API server (to
+	// count its requests, say).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Controller is a running controller manager.
@@ -119,6 +123,10 @@ type Controller struct {
 // process would.
 func StartController(cfg *rest.Config, ns string, o ControllerOptions) (*Controller, error) {
 	scheme := Scheme()
+	if o.WrapTransport != nil {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(o.WrapTransport)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
