@@ -41,6 +41,9 @@ func main() {
 type options struct {
 	metricsAddr, probeAddr string
 	leader                 leaderOptions
+	concurrency            int
+	qps                    float64
+	burst                  int
 	localControlPlane      string
 	localAssets            string
 	localKubeconfig        string
@@ -52,6 +55,11 @@ func runManager() error {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	o.leader.bind(flag.CommandLine)
+	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 8,
+		"How many FencedLeases are reconciled at once (a reconcile mostly waits on the API server).")
+	flag.Float64Var(&o.qps, "kube-api-qps", 500,
+		"Client-side limit of requests per second to the API server (the server's own priority and fairness still applies); a mass failover needs about four writes per FencedLease.")
+	flag.IntVar(&o.burst, "kube-api-burst", 1000, "Client-side burst above --kube-api-qps.")
 	flag.StringVar(&o.localControlPlane, "local-control-plane", "never",
 		"Start an embedded kube-apiserver and etcd: 'never', 'always', or 'auto' (only when no cluster is configured).")
 	flag.StringVar(&o.localAssets, "local-control-plane-assets", os.Getenv("KUBEBUILDER_ASSETS"),
@@ -78,6 +86,9 @@ func runManager() error {
 		// whatever --webhook says (make run passes false for a real cluster's sake).
 		o.webhook.serveLocally(lcp.webhook)
 	}
+
+	// The client's defaults (20 per second) would take minutes over a mass failover.
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -116,6 +127,8 @@ func runManager() error {
 		Recorder:  mgr.GetEventRecorder("fencedlease-controller"),
 		Clock:     clock.RealClock{},
 		Metrics:   fencedlease.NewMetrics(metrics.Registry),
+
+		MaxConcurrentReconciles: o.concurrency,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)

@@ -39,6 +39,9 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
 	Metrics   *Metrics
+	// MaxConcurrentReconciles is how many FencedLeases are reconciled at once (one key is
+	// never reconciled twice at once); 0 means 1.
+	MaxConcurrentReconciles int
 
 	tracker *renewalTracker
 }
@@ -169,10 +172,7 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 				w.unlabeled = append(w.unlabeled, *holder)
 			}
 		}
-		var renewTime *metav1.MicroTime // nil: the Lease does not show this grant yet
-		if leaseShows(w.lease, h) {
-			renewTime = w.lease.Spec.RenewTime
-		}
+		renewTime := renewalOn(w.lease, h)
 		key := client.ObjectKeyFromObject(fl)
 		w.renewal = r.tracker.observe(key, h.PodUID, h.Token, renewTime)
 		if h.Handoff != nil {
@@ -195,6 +195,16 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 		}
 	}
 	return w, nil
+}
+
+// renewalOn is the renewTime the holder of grant h wrote on the Lease; nil while the Lease
+// does not show the grant, or shows only the controller's own grant-time write (its
+// renewTime is the acquireTime): that is not a renewal.
+func renewalOn(l *coordinationv1.Lease, h *fencingv1.Holder) *metav1.MicroTime {
+	if !leaseShows(l, h) || !renewedSinceGrant(l, h) {
+		return nil
+	}
+	return l.Spec.RenewTime
 }
 
 // readLease reads the Lease from the cache, which holds the operator's (labeled) Leases
@@ -280,21 +290,21 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "late", d.lateness)
 		r.event(fl, pod, corev1.EventTypeWarning, "Revoked", "Revoke",
 			"revoked token %d of pod %s: %s", rv.Token, rv.PodName, rv.Reason)
-		r.Metrics.revoked(key, string(rv.Reason), d.lateness)
+		r.Metrics.revoked(string(rv.Reason), d.lateness)
 	}
 	if rl := d.released; rl != nil {
 		pod := podRef(fl.Namespace, rl.holder.PodName, rl.holder.PodUID)
 		log.Info("released", "pod", klog.KObj(pod), "token", rl.holder.Token, "reason", rl.reason)
 		r.event(fl, pod, corev1.EventTypeNormal, "Released", "Release",
 			"pod %s released token %d: %s", rl.holder.PodName, rl.holder.Token, rl.reason)
-		r.Metrics.released(key, rl.reason)
+		r.Metrics.released(rl.reason)
 	}
 	if h := d.granted; h != nil {
 		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
 		log.Info("granted", "pod", klog.KObj(pod), "token", h.Token)
 		r.event(fl, pod, corev1.EventTypeNormal, "Granted", "Grant",
 			"granted token %d to pod %s", h.Token, h.PodName)
-		r.Metrics.granted(key, r.Clock.Since(d.grantedPodCreated))
+		r.Metrics.granted(r.Clock.Since(d.grantedPodCreated))
 	}
 	r.Metrics.setStatus(key, d.status)
 }
@@ -332,7 +342,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
 		Named("fencedlease").
 		WithOptions(controller.Options{
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, maxRetryDelay),
+			MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1),
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, maxRetryDelay),
 		}).
 		Complete(r)
 }

@@ -72,10 +72,7 @@ func step(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLea
 func stepWithHolder(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, holder *corev1.Pod) decision {
 	w := world{fl: fl, lease: lease, pods: pods, holder: holder}
 	if h := fl.Status.Holder; h != nil {
-		var rt *metav1.MicroTime
-		if leaseShows(lease, h) {
-			rt = lease.Spec.RenewTime
-		}
+		rt := renewalOn(lease, h)
 		w.renewal = tr.observe(key, h.PodUID, h.Token, rt)
 	}
 	w.now = c.Now()
@@ -343,5 +340,25 @@ func TestLastRenewTimeIsRecordedAtMostEveryHalfLease(t *testing.T) {
 	// +1 s: the first renewal (firstRenewTime); then +5 s, +10 s, … +30 s.
 	if writes > 7 {
 		t.Fatalf("%d status writes for 30 renewals, want at most 7 (one per half lease)", writes)
+	}
+}
+
+// The controller's own grant-time write of the Lease (renewTime = acquireTime) is not a
+// renewal: the grant's clock keeps running from the grant, and nothing is recorded.
+func TestTheGrantsOwnLeaseWriteIsNotARenewal(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
+	step(tr, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+	before := fl.Status.DeepCopy()
+	c.Step(500 * time.Millisecond)
+	d := step(tr, c, fl, leaseFor(h, h.AcquireTime.Time), pods) // grant step 2, seen
+	if d.requeueAfter != 9500*time.Millisecond {
+		t.Fatalf("requeueAfter = %v, want 9.5s: the clock runs from the grant", d.requeueAfter)
+	}
+	if !equality.Semantic.DeepEqual(before.Holder, fl.Status.Holder) {
+		t.Fatalf("the grant's own write changed the status: %+v", fl.Status.Holder)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -19,10 +18,7 @@ func stepHandoff(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.Fe
 	w := world{fl: fl, lease: lease, pods: pods, now: c.Now()}
 	if h := fl.Status.Holder; h != nil {
 		w.holder = findPod(pods, h.PodUID)
-		var rt *metav1.MicroTime
-		if leaseShows(lease, h) {
-			rt = lease.Spec.RenewTime
-		}
+		rt := renewalOn(lease, h)
 		w.renewal = tr.observe(key, h.PodUID, h.Token, rt)
 		if h.Handoff != nil {
 			w.handoffSince = tr.handoffStarted(key, h.PodUID, h.Token)

@@ -9,7 +9,9 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// Metrics are the controller's Prometheus series, labeled by FencedLease.
+// Metrics are the controller's Prometheus series. Only gauges carry a FencedLease's
+// namespace and name (and are dropped with it); counters and histograms are aggregate, so
+// the number of series does not grow with the number of FencedLeases beyond two per lease.
 type Metrics struct {
 	grants      *prometheus.CounterVec
 	revocations *prometheus.CounterVec
@@ -26,14 +28,14 @@ var flLabels = []string{"namespace", "name"}
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		grants: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fencedlease_grants_total", Help: "Grants issued (each with a new fencing token).",
-		}, flLabels),
+			Name: "fencedlease_grants_total", Help: "Grants issued (each with a new fencing token), all FencedLeases.",
+		}, nil),
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fencedlease_revocations_total", Help: "Grants revoked, by reason.",
-		}, append(flLabels, "reason")),
+			Name: "fencedlease_revocations_total", Help: "Grants revoked, by reason, all FencedLeases.",
+		}, []string{"reason"}),
 		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fencedlease_releases_total", Help: "Grants released by their holder, by reason.",
-		}, append(flLabels, "reason")),
+			Name: "fencedlease_releases_total", Help: "Grants released by their holder, by reason, all FencedLeases.",
+		}, []string{"reason"}),
 		token: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fencedlease_fencing_token", Help: "Highest fencing token issued.",
 		}, flLabels),
@@ -42,14 +44,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, flLabels),
 		grantWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "fencedlease_grant_wait_seconds",
-			Help:    "Time from a pod's creation to its grant.",
+			Help:    "Time from a pod's creation to its grant, all FencedLeases.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
-		}, flLabels),
+		}, nil),
 		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "fencedlease_revocation_lateness_seconds",
-			Help:    "How long after the exact expiry of a lease its revocation was decided.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}, flLabels),
+			Help:    "How long after the exact expiry of a lease its revocation was decided (counted from the last renewal any leader recorded, so it includes what failovers cost), all FencedLeases.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}, nil),
 	}
 	if reg != nil {
 		reg.MustRegister(m.grants, m.revocations, m.releases, m.token, m.waiting, m.grantWait, m.lateness)
@@ -57,20 +59,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) granted(k types.NamespacedName, wait time.Duration) {
-	m.grants.WithLabelValues(k.Namespace, k.Name).Inc()
-	m.grantWait.WithLabelValues(k.Namespace, k.Name).Observe(wait.Seconds())
+func (m *Metrics) granted(wait time.Duration) {
+	m.grants.WithLabelValues().Inc()
+	m.grantWait.WithLabelValues().Observe(wait.Seconds())
 }
 
-func (m *Metrics) revoked(k types.NamespacedName, reason string, late time.Duration) {
-	m.revocations.WithLabelValues(k.Namespace, k.Name, reason).Inc()
+func (m *Metrics) revoked(reason string, late time.Duration) {
+	m.revocations.WithLabelValues(reason).Inc()
 	if reason == string(fencingv1.ReasonLeaseExpired) {
-		m.lateness.WithLabelValues(k.Namespace, k.Name).Observe(late.Seconds())
+		m.lateness.WithLabelValues().Observe(late.Seconds())
 	}
 }
 
-func (m *Metrics) released(k types.NamespacedName, reason string) {
-	m.releases.WithLabelValues(k.Namespace, k.Name, reason).Inc()
+func (m *Metrics) released(reason string) {
+	m.releases.WithLabelValues(reason).Inc()
 }
 
 func (m *Metrics) setStatus(k types.NamespacedName, st fencingv1.FencedLeaseStatus) {
@@ -78,7 +80,7 @@ func (m *Metrics) setStatus(k types.NamespacedName, st fencingv1.FencedLeaseStat
 	m.waiting.WithLabelValues(k.Namespace, k.Name).Set(float64(st.Waiting))
 }
 
-// forget drops the gauges of a FencedLease that is gone; counters stay until restart.
+// forget drops the series of a FencedLease that is gone.
 func (m *Metrics) forget(k types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": k.Namespace, "name": k.Name}
 	m.token.DeletePartialMatch(labels)

@@ -149,6 +149,9 @@ func StartController(cfg *rest.Config, ns string, o ControllerOptions) (*Control
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("fencedlease-controller"),
 		Clock:     clock.RealClock{},
+		// As the binary does: several FencedLeases at once, each key one at a time (and
+		// the race detector watching, under make test).
+		MaxConcurrentReconciles: 4,
 	}
 	if o.Registry != nil {
 		r.Metrics = fencedlease.NewMetrics(o.Registry)
