@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
@@ -43,7 +44,8 @@ type Reconciler struct {
 	// never reconciled twice at once); 0 means 1.
 	MaxConcurrentReconciles int
 
-	tracker *renewalTracker
+	tracker  *renewalTracker
+	recovery *recovery
 }
 
 // +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases,verbs=get;list;watch;update;patch
@@ -63,6 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
 	res, err := r.reconcile(ctx, req)
+	r.recovery.observe(err)
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		logf.FromContext(ctx).V(1).Info("stale read, retrying", "error", err.Error())
@@ -334,12 +337,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Metrics = NewMetrics(nil)
 	}
 	r.tracker = newRenewalTracker(r.Clock)
+	r.recovery = newRecovery(r.APIReader, r.Client)
+	if err := mgr.Add(r.recovery); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Its own status writes need no second look: the reconcile that wrote them goes on
 		// to the Lease and the pods.
 		For(&fencingv1.FencedLease{}, builder.WithPredicates(notStatusOnly)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
+		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
 		Named("fencedlease").
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1),

@@ -1,0 +1,96 @@
+package fencedlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/leadership"
+)
+
+func TestUnreachable(t *testing.T) {
+	gr := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{fmt.Errorf("writing status: %w", refused), true},
+		{context.DeadlineExceeded, true},
+		{apierrors.NewServiceUnavailable("etcd"), true},
+		{apierrors.NewTimeoutError("slow", 1), true},
+		{apierrors.NewConflict(gr, "x", errors.New("stale")), false},
+		{apierrors.NewNotFound(gr, "x"), false},
+		{leadership.ErrNotLeader, false},
+	} {
+		if got := unreachable(tc.err); got != tc.want {
+			t.Errorf("unreachable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// flakyReader fails every read until up is set.
+type flakyReader struct {
+	client.Reader
+	up atomic.Bool
+}
+
+func (f *flakyReader) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	if !f.up.Load() {
+		return &url.Error{Op: "Get", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}
+	}
+	return f.Reader.List(ctx, l, opts...)
+}
+
+func TestEveryFencedLeaseIsQueuedWhenTheServerIsBack(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = fencingv1.AddToScheme(s)
+	var objs []client.Object
+	for _, n := range []string{"a", "b", "c"} {
+		objs = append(objs, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n}})
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	server := &flakyReader{Reader: c}
+	rc := newRecovery(server, c)
+	rc.interval = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = rc.Start(ctx) }()
+
+	time.Sleep(50 * time.Millisecond)
+	if len(rc.events) != 0 {
+		t.Fatal("queued without an outage")
+	}
+	rc.observe(fmt.Errorf("reading: %w", &net.OpError{Op: "dial", Err: errors.New("refused")}))
+	time.Sleep(50 * time.Millisecond)
+	if len(rc.events) != 0 {
+		t.Fatal("queued while the server is still down")
+	}
+	server.up.Store(true)
+	got := map[string]bool{}
+	for len(got) < 3 {
+		select {
+		case e := <-rc.events:
+			got[e.Object.GetName()] = true
+		case <-time.After(2 * time.Second):
+			t.Fatalf("queued only %v after the server came back", got)
+		}
+	}
+	if rc.outage.Load() {
+		t.Fatal("the outage is still marked")
+	}
+}
