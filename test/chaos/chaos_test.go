@@ -44,13 +44,6 @@ const (
 	settle = 8 * time.Second
 )
 
-// Leader-election timings: short, so a paused leader's lease runs out within the pause.
-var managerFlags = []string{
-	"--leader-elect=true", "--leader-election-namespace=default",
-	"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
-	"--webhook=false", "--health-probe-bind-address=0",
-}
-
 // TestChaos runs two operator replicas (the real binary), holders writing through the
 // SQL fence, and injects each fault class -chaos.rounds times; then checks the history.
 func TestChaos(t *testing.T) {
@@ -213,7 +206,7 @@ func (o *operators) start() {
 
 func (o *operators) startLocked() {
 	o.n++
-	o.run = append(o.run, testenv.StartManager(o.t, o.env, o.bin, o.dir, "operator-"+strconv.Itoa(o.n), managerFlags...))
+	o.run = append(o.run, testenv.StartManager(o.t, o.env, o.bin, o.dir, "operator-"+strconv.Itoa(o.n), testenv.ReplicaFlags...))
 }
 
 // supervise replaces replicas that exited, until ctx ends.

@@ -21,13 +21,6 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// Leader-election timings for the managers here: short, so a pause outlasts the lease.
-var leaderFlags = []string{
-	"--leader-elect=true", "--leader-election-namespace=default",
-	"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
-	"--webhook=false", "--health-probe-bind-address=0",
-}
-
 // TestPausedLeaderWritesNothingAfterItsLease pauses the leading manager (SIGSTOP) for
 // longer than its leader lease while it is busy granting and revoking, lets the standby
 // take over, resumes it, and reads the API server's audit log: the resumed manager sent
@@ -55,9 +48,9 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := testenv.BuildOperator(t, dir)
-	a := testenv.StartManager(t, env, bin, dir, "manager-a", leaderFlags...)
+	a := testenv.StartManager(t, env, bin, dir, "manager-a", testenv.ReplicaFlags...)
 	waitFor(t, 30*time.Second, "manager-a to lead", func() bool { return a.Leading() })
-	b := testenv.StartManager(t, env, bin, dir, "manager-b", leaderFlags...)
+	b := testenv.StartManager(t, env, bin, dir, "manager-b", testenv.ReplicaFlags...)
 
 	// Churn: pods that never renew, each granted and revoked at the 1 s startup deadline.
 	ctx := context.Background()

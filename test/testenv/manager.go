@@ -30,6 +30,15 @@ func BuildOperator(t testing.TB, dir string) string {
 	return bin
 }
 
+// ReplicaFlags run the binary as one of several replicas against a test control plane:
+// leader election with short timings (a 3 s lease, so a pause can outlast it), no webhook,
+// no probe endpoint.
+var ReplicaFlags = []string{
+	"--leader-elect=true", "--leader-election-namespace=default",
+	"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
+	"--webhook=false", "--health-probe-bind-address=0",
+}
+
 // Manager is a fencedlease binary running as its own API user, so an audit log tells its
 // requests apart.
 type Manager struct {
