@@ -233,16 +233,22 @@ func (r *Reconciler) readLease(ctx context.Context, key client.ObjectKey) (*coor
 // show: so a pod that lost its label is never mistaken for one that is gone. It returns
 // nil when the pod is gone (a pod of the same name with another UID is another pod).
 func (r *Reconciler) podByUID(ctx context.Context, ns, name string, uid types.UID) (*corev1.Pod, error) {
-	p := &corev1.Pod{}
-	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p); {
+	return readByUID(ctx, r.APIReader, &corev1.Pod{}, ns, name, uid)
+}
+
+// readByUID reads object (name, uid) into obj uncached; nil when it is gone or another
+// object now has its name.
+func readByUID[T client.Object](ctx context.Context, reader client.Reader, obj T, ns, name string, uid types.UID) (T, error) {
+	var none T
+	switch err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return none, nil
 	case err != nil:
-		return nil, fmt.Errorf("looking for pod %s: %w", name, err)
-	case p.UID != uid:
-		return nil, nil
+		return none, fmt.Errorf("reading %T %s: %w", obj, name, err)
+	case obj.GetUID() != uid:
+		return none, nil
 	}
-	return p, nil
+	return obj, nil
 }
 
 // revokeOnLease ends grant h on the Lease before the status records the revocation: it

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 var ctx = context.Background()
@@ -46,22 +47,8 @@ func createPod(ns, name, lease string) *corev1.Pod {
 	return p
 }
 
-// candidatePod is a pod as the admission webhook leaves a candidate: labeled, gated,
-// state Waiting.
-func candidatePod(ns, name, lease string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   ns,
-			Name:        name,
-			Labels:      map[string]string{fencingv1.LeaseLabel: lease},
-			Annotations: map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)},
-		},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: fencingv1.SchedulingGate}},
-			Containers:      []corev1.Container{{Name: "work", Image: "example.invalid/work"}},
-		},
-	}
-}
+// candidatePod is a pod as the webhook leaves a candidate.
+var candidatePod = testenv.CandidatePod
 
 func getFL(ns, name string) *fencingv1.FencedLease {
 	GinkgoHelper()

@@ -60,7 +60,8 @@ var _ = Describe("Requests per renewal (issue 10)", func() {
 		renew(ns, "invoices") // started: from here on only renewals happen
 
 		const window, interval = 4 * time.Second, 100 * time.Millisecond
-		time.Sleep(500 * time.Millisecond) // the first renewal's status write settles
+		Eventually(func() bool { return getFL(ns, "invoices").Status.Holder.FirstRenewTime != nil }).
+			WithTimeout(10*time.Second).WithPolling(20*time.Millisecond).Should(BeTrue(), "the first renewal recorded")
 		counter.start()
 		stopRenewing := keepRenewing(ns, "invoices", interval)
 		time.Sleep(window)

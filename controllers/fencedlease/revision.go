@@ -99,16 +99,7 @@ func (r *Reconciler) newerStatefulSetRevision(ctx context.Context, holder *corev
 
 // replicaSet reads ReplicaSet (name, uid) uncached; nil when gone or replaced.
 func (r *Reconciler) replicaSet(ctx context.Context, ns, name string, uid types.UID) (*appsv1.ReplicaSet, error) {
-	rs := &appsv1.ReplicaSet{}
-	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rs); {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading ReplicaSet %s: %w", name, err)
-	case rs.UID != uid:
-		return nil, nil
-	}
-	return rs, nil
+	return readByUID(ctx, r.APIReader, &appsv1.ReplicaSet{}, ns, name, uid)
 }
 
 func sameController(a, b metav1.Object) bool {

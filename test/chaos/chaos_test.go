@@ -166,13 +166,7 @@ func keepCandidates(ctx context.Context, c client.Client, n int) {
 			}
 			for ; waiting < n; waiting++ {
 				i++
-				p := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w%05d", i),
-						Labels:      map[string]string{fencingv1.LeaseLabel: leaseName},
-						Annotations: map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)}},
-					Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: fencingv1.SchedulingGate}},
-						Containers: []corev1.Container{{Name: "w", Image: "example.invalid/w"}}},
-				}
+				p := testenv.CandidatePod(ns, fmt.Sprintf("w%05d", i), leaseName)
 				if c.Create(ctx, p) != nil {
 					break
 				}

@@ -64,7 +64,7 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 40 {
-		if err := c.Create(ctx, candidate("ha", fmt.Sprintf("p%02d", i), "churn")); err != nil {
+		if err := c.Create(ctx, testenv.CandidatePod("ha", fmt.Sprintf("p%02d", i), "churn")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,7 +81,11 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
-	time.Sleep(4 * time.Second) // it notices it lost the lease, and exits
+	select { // it finds its leadership lost, and exits
+	case <-a.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the resumed ex-leader did not exit within 30s")
+	}
 	after := transitions(c, fl)
 
 	writes := auditedWrites(t, auditLog, "manager-a")
@@ -107,19 +111,6 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 	}
 	if after <= before {
 		t.Fatal("manager-b made no grant while manager-a was paused")
-	}
-}
-
-// candidate is a pod as the webhook leaves it: labeled, gated, state Waiting.
-func candidate(ns, name, lease string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Labels:      map[string]string{fencingv1.LeaseLabel: lease},
-			Annotations: map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodWaiting)}},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: fencingv1.SchedulingGate}},
-			Containers:      []corev1.Container{{Name: "c", Image: "example.invalid/c"}},
-		},
 	}
 }
 

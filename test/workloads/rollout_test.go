@@ -63,19 +63,10 @@ var _ = Describe("Rollouts that remove the old pod first (issue 8, section 3)", 
 		old := expectHolderRunning(ns, 1, "example.invalid/scheduler:v1")
 
 		By("rolling to v2")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-		d.Spec.Template.Spec.Containers[0].Image = "example.invalid/scheduler:v2"
-		updated := time.Now()
-		Expect(k8s.Update(ctx, d)).To(Succeed())
+		updated := rollTo(d, "example.invalid/scheduler:v2")
 		expectHolderRunning(ns, 2, "example.invalid/scheduler:v2")
 		granted := time.Since(updated)
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-			g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
-			g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(1))
-			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
-			g.Expect(d.Status.Replicas).To(BeEquivalentTo(1))
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		expectRolledOut(d)
 		GinkgoWriter.Printf("Recreate: update → new pod granted %v, → rollout complete %v\n", granted, time.Since(updated))
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: old}, &corev1.Pod{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the old pod is gone: %v", err)
