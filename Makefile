@@ -90,6 +90,12 @@ test: envtest lint ## Run every test (unit and envtest) with the control plane b
 chaos: envtest ## The long fault-injection run: two operator replicas, holders writing through the SQL fence, each fault class 20 times; prints the table. CHAOS_ROUNDS=N to change.
 	go test -count=1 -timeout 90m ./test/chaos -run TestChaos -v -chaos.rounds=$(CHAOS_ROUNDS)
 
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: envtest ## Measure the operator against client-go leader election on one control plane (~25 min); prints the table of docs/performance.md. BENCH_FLAGS='-bench.scale=0 -bench.runs=5' to change.
+	go test -count=1 -timeout 85m ./test/bench -run TestBench -v -args -bench.enable $(BENCH_FLAGS)
+
 ##@ Build and run
 
 .PHONY: demo

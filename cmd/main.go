@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -55,11 +54,11 @@ func runManager() error {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	o.leader.bind(flag.CommandLine)
-	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 8,
-		"How many FencedLeases are reconciled at once (a reconcile mostly waits on the API server).")
-	flag.Float64Var(&o.qps, "kube-api-qps", 500,
-		"Client-side limit of requests per second to the API server (the server's own priority and fairness still applies); a mass failover needs about four writes per FencedLease.")
-	flag.IntVar(&o.burst, "kube-api-burst", 1000, "Client-side burst above --kube-api-qps.")
+	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 64,
+		"How many FencedLeases are reconciled at once: a reconcile mostly waits on the API server, so a mass failover needs many in flight to use the server's write rate (one FencedLease is never reconciled twice at once).")
+	flag.Float64Var(&o.qps, "kube-api-qps", 2000,
+		"Client-side limit of requests per second to the API server. A mass failover costs about six writes per FencedLease, so the default leaves the limit to the server's own priority and fairness.")
+	flag.IntVar(&o.burst, "kube-api-burst", 4000, "Client-side burst above --kube-api-qps.")
 	flag.StringVar(&o.localControlPlane, "local-control-plane", "never",
 		"Start an embedded kube-apiserver and etcd: 'never', 'always', or 'auto' (only when no cluster is configured).")
 	flag.StringVar(&o.localAssets, "local-control-plane-assets", os.Getenv("KUBEBUILDER_ASSETS"),
@@ -111,7 +110,7 @@ func runManager() error {
 		RenewDeadline:                       &o.leader.renewDeadline,
 		RetryPeriod:                         &o.leader.retryPeriod,
 		LeaderElectionReleaseOnCancel:       true, // the process exits right after: a standby takes over at once
-		Cache:                               cache.Options{ByObject: fencedlease.CacheByObject()},
+		Cache:                               fencedlease.CacheOptions(),
 		WebhookServer:                       webhook.NewServer(webhook.Options{Host: o.webhook.host, Port: o.webhook.port, CertDir: o.webhook.certDir}),
 	})
 	if err != nil {

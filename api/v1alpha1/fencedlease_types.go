@@ -86,7 +86,10 @@ type Holder struct {
 	// +required
 	AcquireTime metav1.MicroTime `json:"acquireTime"`
 
-	// LastRenewTime is when the controller last observed a renewal (its own clock).
+	// LastRenewTime is the last renewal the controller recorded (its own clock): the first,
+	// and then the latest it had seen whenever it wrote the status for another reason. A
+	// renewal alone is never written here, so renewals cost the API server nothing; the
+	// Lease's spec.renewTime shows the latest.
 	// +optional
 	LastRenewTime *metav1.MicroTime `json:"lastRenewTime,omitempty"`
 

@@ -44,8 +44,9 @@ type Reconciler struct {
 	// never reconciled twice at once); 0 means 1.
 	MaxConcurrentReconciles int
 
-	tracker  *renewalTracker
-	recovery *recovery
+	tracker   *renewalTracker
+	recovery  *recovery
+	ownWrites *ownWrites
 }
 
 // +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases,verbs=get;list;watch;update;patch
@@ -82,6 +83,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 const (
 	// conflictRetry is short: the newer object is usually already on its way to the cache.
 	conflictRetry = 20 * time.Millisecond
+	// cacheBehind is a fallback only: a reconcile that found the cache behind one of its
+	// own writes comes back with the watch event that write brings (the FencedLease
+	// predicate lets that one through too), not by polling, which under load would burn
+	// the CPU the API server needs.
+	cacheBehind = time.Second
 	// notLeaderRetry: a leader that missed a renewal usually confirms the next one soon.
 	notLeaderRetry = time.Second
 	// reconcileTimeout bounds one reconcile's requests together.
@@ -101,10 +107,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	if r.ownWrites.landed(fl.UID, fl.ResourceVersion) {
+		return ctrl.Result{RequeueAfter: cacheBehind}, nil
+	}
 	if fl.DeletionTimestamp == nil && controllerutil.AddFinalizer(fl, fencingv1.Finalizer) {
+		from := fl.ResourceVersion
 		if err := r.Update(ctx, fl); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.ownWrites.wrote(fl.UID, from)
 	}
 	if fl.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(fl, fencingv1.Finalizer) {
 		return ctrl.Result{}, nil
@@ -113,6 +124,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	w, err := r.observe(ctx, fl)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.ownWrites.behind(w) {
+		// Deciding on a view older than this controller's own last write would only send
+		// writes bound to fail on their resourceVersion.
+		return ctrl.Result{RequeueAfter: cacheBehind}, nil
 	}
 	d := decide(w)
 	ours := !foreignLease(w.lease, fl)
@@ -159,7 +175,7 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 		return w, err
 	}
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(fl.Namespace), client.MatchingLabels{fencingv1.LeaseLabel: fl.Name}); err != nil {
+	if err := r.List(ctx, pods, client.InNamespace(fl.Namespace), client.MatchingFields{podLeaseIndex: fl.Name}); err != nil {
 		return w, err
 	}
 	w.pods = pods.Items
@@ -266,6 +282,7 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, lease *coordinationv1.Le
 	if err := r.Update(ctx, cleared); err != nil {
 		return nil, err
 	}
+	r.ownWrites.wrote(lease.UID, lease.ResourceVersion)
 	return cleared, nil
 }
 
@@ -277,9 +294,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease,
 		return nil
 	}
 	fl.Status = d.status
+	from := fl.ResourceVersion
 	if err := r.Status().Update(ctx, fl); err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
+	r.ownWrites.wrote(fl.UID, from)
 	if h := d.granted; h != nil {
 		r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, nil)
 	}
@@ -342,7 +361,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Metrics == nil {
 		r.Metrics = NewMetrics(nil)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podLeaseIndex, podLease); err != nil {
+		return fmt.Errorf("indexing pods by FencedLease: %w", err)
+	}
 	r.tracker = newRenewalTracker(r.Clock)
+	r.ownWrites = newOwnWrites(r.Clock)
 	r.recovery = newRecovery(r.APIReader, r.Client)
 	if err := mgr.Add(r.recovery); err != nil {
 		return err
@@ -350,7 +373,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		// Its own status writes need no second look: the reconcile that wrote them goes on
 		// to the Lease and the pods.
-		For(&fencingv1.FencedLease{}, builder.WithPredicates(notStatusOnly)).
+		For(&fencingv1.FencedLease{}, builder.WithPredicates(r.notStatusOnly())).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
 		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
@@ -363,15 +386,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // notStatusOnly lets every event through but an update that changed only the status —
-// which only this controller writes (the fencedlease-status admission policy).
-var notStatusOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	o, n := e.ObjectOld, e.ObjectNew
-	return o.GetGeneration() != n.GetGeneration() ||
-		!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) ||
-		!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
-		!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
-		!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations())
-}}
+// which only this controller writes (the fencedlease-status admission policy) — unless a
+// reconcile waits for it: one that found the cache behind this very write.
+func (r *Reconciler) notStatusOnly() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() ||
+			!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) ||
+			!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
+			!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+			!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
+			r.ownWrites.landed(o.GetUID(), o.GetResourceVersion())
+	}}
+}
 
 // byLabel maps a labeled Lease or pod to the FencedLease its label names.
 func byLabel(_ context.Context, o client.Object) []reconcile.Request {

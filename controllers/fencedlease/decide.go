@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -153,7 +154,24 @@ func decide(w world) decision {
 	}
 	st.Waiting = int32(len(waiting))
 	setHeldCondition(st, fl, "")
+	d.recordLastRenewal(w)
 	return d
+}
+
+// recordLastRenewal moves status.holder.lastRenewTime to the last renewal this process saw
+// happen, but only when the status is written anyway: a renewal alone never costs a status
+// write (expiry is judged on the tracker, never on this field). A new leader's first look
+// is not a renewal it saw happen, so it moves nothing.
+func (d *decision) recordLastRenewal(w world) {
+	h, was := d.status.Holder, w.fl.Status.Holder
+	if h == nil || was == nil || h.PodUID != was.PodUID || h.Token != was.Token ||
+		w.renewal.renewTime == nil || !w.renewal.seenRenewing {
+		return
+	}
+	if equality.Semantic.DeepEqual(d.status, w.fl.Status) {
+		return
+	}
+	h.LastRenewTime = microTime(w.renewal.observedAt)
 }
 
 // keepOrExpire judges a live holder by its deadline: the startup deadline until its first
@@ -174,17 +192,13 @@ func (d *decision) keepOrExpire(w world, h *fencingv1.Holder) {
 	left := w.renewal.observedAt.Add(limit).Sub(w.now)
 	graceLeft := handoffGraceLeft(w, h)
 	if left <= 0 {
-		d.revoke(w, expiryReason(started, h.Handoff != nil && graceLeft <= 0), lateness(w, h, limit, -left))
+		d.revoke(w, expiryReason(started, h.Handoff != nil && graceLeft <= 0), lateness(w, limit, -left))
 		return
 	}
 	d.requeueAfter = left
-	if w.renewal.renewTime != nil && w.renewal.seenRenewing && lastRenewStale(h, w.renewal.observedAt, limit) {
-		// Only a renewal seen happening moves it: a new leader's first look keeps what the
-		// last one observed, so the lateness metric can show what a failover cost.
-		h.LastRenewTime = microTime(w.renewal.observedAt)
-	}
 	if started && h.FirstRenewTime == nil {
 		h.FirstRenewTime = microTime(w.renewal.observedAt)
+		h.LastRenewTime = microTime(w.renewal.observedAt)
 	}
 	if h.Handoff != nil {
 		if graceLeft <= 0 {
@@ -220,23 +234,17 @@ func handoffGraceLeft(w world, h *fencingv1.Holder) time.Duration {
 	return since.Add(time.Duration(h.Handoff.GracePeriodSeconds) * time.Second).Sub(w.now)
 }
 
-// lastRenewStale is true when status.holder.lastRenewTime is half a lease behind a
-// renewal observed at seen: it is recorded at most every half lease, so renewals cost no
-// status write in between (expiry is judged on the tracker, never on this field).
-func lastRenewStale(h *fencingv1.Holder, seen time.Time, limit time.Duration) bool {
-	return h.LastRenewTime == nil || seen.Sub(h.LastRenewTime.Time) >= limit/2
-}
-
 // lateness is how long after its expiry a grant is revoked, for the metric: on this
-// process's clock, or — when larger — against the last renewal any leader recorded in
-// status. That second reading compares this clock with a time an earlier leader wrote,
-// perhaps on another machine; it decides nothing, and shows the delay failovers add
-// (each new leader gives the holder a whole lease from its first look).
-func lateness(w world, h *fencingv1.Holder, limit, local time.Duration) time.Duration {
-	if h.LastRenewTime == nil {
+// process's clock. A process that never saw the holder renew (it took over as leader, or
+// restarted, after the last renewal) counts instead from the renewTime the holder last
+// wrote on the Lease, when that is earlier: the holder's clock against this one, for the
+// metric only — it decides nothing — so the metric shows the delay a failover adds (each
+// new leader gives the holder a whole lease from its first look).
+func lateness(w world, limit, local time.Duration) time.Duration {
+	if w.renewal.seenRenewing || w.renewal.renewTime == nil {
 		return local
 	}
-	return max(local, w.now.Sub(h.LastRenewTime.Add(limit)))
+	return max(local, w.now.Sub(w.renewal.renewTime.Add(limit)))
 }
 
 // runningLimit is how long grant h lasts after its last observed renewal: the startup

@@ -80,7 +80,11 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 	if equality.Semantic.DeepEqual(lease, want) {
 		return nil
 	}
-	return r.Update(ctx, want)
+	if err := r.Update(ctx, want); err != nil {
+		return err
+	}
+	r.ownWrites.wrote(lease.UID, lease.ResourceVersion)
+	return nil
 }
 
 // syncPods makes the pods show the status: a former holder is marked Revoked or
@@ -132,6 +136,7 @@ func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *c
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting revoked pod %s: %w", p.Name, err)
 		}
+		r.ownWrites.wrote(p.UID, p.ResourceVersion)
 	}
 	return nil
 }
@@ -165,6 +170,7 @@ func (r *Reconciler) patchPod(ctx context.Context, p *corev1.Pod, mutate func(*c
 	if err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating pod %s: %w", p.Name, err)
 	}
+	r.ownWrites.wrote(before.UID, before.ResourceVersion)
 	return nil
 }
 

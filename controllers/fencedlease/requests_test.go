@@ -3,6 +3,8 @@ package fencedlease_test
 import (
 	"fmt"
 	"net/http"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +49,7 @@ func (c *requestCounter) stop() map[string]int {
 }
 
 var _ = Describe("Requests per renewal (issue 10)", func() {
-	It("reads no Lease and writes status at most every half lease while a holder renews", func() {
+	It("sends no request at all while a holder renews", func() {
 		ns := newNamespace()
 		counter := &requestCounter{}
 		startController(ns, controllerOpts{id: "counted", wrap: func(rt http.RoundTripper) http.RoundTripper {
@@ -77,10 +79,80 @@ var _ = Describe("Requests per renewal (issue 10)", func() {
 		lease := fmt.Sprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases/invoices", ns)
 		status := fmt.Sprintf("/apis/fencing.fencedlease.io/v1alpha1/namespaces/%s/fencedleases/invoices/status", ns)
 		Expect(seen).NotTo(HaveKey("GET "+lease), "the Lease is followed from the cache")
-		Expect(seen["PUT "+status]).To(BeNumerically("<=", int(window/time.Second)+1), "lastRenewTime at most every half lease (1 s)")
-		for k := range seen {
-			Expect(k).To(Equal("PUT "+status), "no other request while only renewals happen")
-		}
+		Expect(seen).To(BeEmpty(), "no request at all while only renewals happen (status %s)", status)
 		Expect(getFL(ns, "invoices").Status.Holder.PodName).To(Equal("a"))
+	})
+})
+
+// writes are the counted requests that change something, events apart.
+func writes(seen map[string]int) (objects, events map[string]int) {
+	objects, events = map[string]int{}, map[string]int{}
+	for k, n := range seen {
+		switch {
+		case strings.HasPrefix(k, "GET "):
+		case strings.HasSuffix(path.Dir(k), "/events") || strings.HasSuffix(k, "/events"):
+			events[k] += n
+		default:
+			objects[k] += n
+		}
+	}
+	return objects, events
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+var _ = Describe("Writes per grant and per failover (issue 10)", func() {
+	var (
+		ns      string
+		counter *requestCounter
+	)
+	BeforeEach(func() {
+		ns = newNamespace()
+		counter = &requestCounter{}
+		startController(ns, controllerOpts{id: "counted", wrap: func(rt http.RoundTripper) http.RoundTripper {
+			counter.rt = rt
+			return counter
+		}})
+	})
+
+	It("grants an idle FencedLease with three writes: status, Lease, pod", func() {
+		createFL(ns, "invoices", 5, fencingv1.DeletePodPolicy)
+		Eventually(func() []string { return getFL(ns, "invoices").Finalizers }).WithTimeout(timeout).Should(ContainElement(fencingv1.Finalizer))
+		time.Sleep(500 * time.Millisecond) // the Lease-less FencedLease has settled
+
+		counter.start()
+		createPod(ns, "a", "invoices")
+		expectHolder(ns, "invoices", "a", 1)
+		time.Sleep(time.Second) // the events have been sent
+		objects, events := writes(counter.stop())
+		GinkgoWriter.Printf("grant: writes %v, events %v\n", objects, events)
+		Expect(sum(objects)).To(Equal(3), "status, the Lease, the pod: %v", objects)
+		Expect(sum(events)).To(BeNumerically("<=", 2), "one Granted event on the FencedLease and one on the pod: %v", events)
+	})
+
+	It("fails over with at most six writes; four for the grant's own part", func() {
+		createFL(ns, "invoices", 2, fencingv1.DeletePodPolicy)
+		createPod(ns, "a", "invoices")
+		expectHolder(ns, "invoices", "a", 1)
+		renew(ns, "invoices")
+		createPod(ns, "b", "invoices")
+		Eventually(func() int32 { return getFL(ns, "invoices").Status.Waiting }).WithTimeout(timeout).Should(BeEquivalentTo(1))
+
+		counter.start() // a stops renewing now
+		expectHolder(ns, "invoices", "b", 2)
+		Eventually(func() bool { return podGone(ns, "a") }).WithTimeout(timeout).Should(BeTrue())
+		time.Sleep(time.Second)
+		objects, events := writes(counter.stop())
+		GinkgoWriter.Printf("failover: writes %v, events %v\n", objects, events)
+		// The revocation's compare-and-swap on the Lease, the status (revoked and granted in
+		// one write), the Lease naming b, b's pod, and a's mark then delete (DeletePod).
+		Expect(sum(objects)).To(BeNumerically("<=", 6), "%v", objects)
+		Expect(sum(events)).To(BeNumerically("<=", 4), "Revoked and Granted, each on the FencedLease and the pod: %v", events)
 	})
 })

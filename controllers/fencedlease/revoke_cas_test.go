@@ -58,7 +58,7 @@ func newCASFixture(t *testing.T) *casFixture {
 	a, b := pod("a", t0), pod("b", t0.Add(time.Second))
 	a.Annotations = map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodHolding), fencingv1.TokenAnnotation: "1"}
 	a.Spec.SchedulingGates = nil
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fl, lease, &a, &b).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fl, lease, &a, &b).WithIndex(&corev1.Pod{}, podLeaseIndex, podLease).
 		WithStatusSubresource(&fencingv1.FencedLease{}).Build()
 	clock := clocktesting.NewFakeClock(t0)
 	reader := &afterLeaseRead{Client: c}

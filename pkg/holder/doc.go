@@ -11,10 +11,12 @@
 //
 //   - Context() is cancelled when the grant is lost: the Lease no longer names this pod
 //     with this token (revoked, or handed on), or no renewal could be confirmed within
-//     RenewDeadline of sending the last confirmed one. RenewDeadline is shorter than the
-//     lease duration, and the operator counts the duration from when it *observed* that
-//     renewal, which is later than when it was sent. So a holder whose clock runs at about
-//     the operator's rate stops before the operator may grant anyone else.
+//     RenewDeadline of sending the last confirmed one. RenewDeadline is the lease duration
+//     less a drift margin (5 %, at least 500 ms), and the operator counts the duration from
+//     when it *observed* that renewal, which is later than when it was sent. So a holder
+//     whose clock runs within 5 % of the operator's rate stops at least the margin before
+//     the operator may grant anyone else — and keeps its grant through slow renewals for
+//     as long as that allows, not a fixed fraction of it.
 //   - The identity is (pod name, token), never the pod name alone: a pod re-created under
 //     the same name never renews the grant of its predecessor.
 //   - Renewals carry the resourceVersion that was read; a write lost to a concurrent

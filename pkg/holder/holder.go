@@ -41,8 +41,12 @@ type Config struct {
 	// RenewInterval is how often to renew; default a third of the lease duration.
 	RenewInterval time.Duration
 	// RenewDeadline is how long after the last confirmed renewal was sent the holder
-	// gives up; default two thirds of the lease duration. It must be shorter than it.
+	// gives up; default the lease duration less DriftMargin. It must be shorter than it.
 	RenewDeadline time.Duration
+	// DriftMargin is how much earlier than the operator could the holder gives up, for the
+	// two clocks' rates to differ and for the workload to stop once told; default 5 % of
+	// the lease duration and at least 500 ms. Ignored when RenewDeadline is set.
+	DriftMargin time.Duration
 	// RetryPeriod is the wait between failed attempts; default RenewInterval/4.
 	RetryPeriod time.Duration
 	// OnLost is called once, with the reason, when the grant ends for any reason.
@@ -127,7 +131,7 @@ func (c *Config) defaults(lease *coordinationv1.Lease) error {
 		c.RenewInterval = d / 3
 	}
 	if c.RenewDeadline == 0 {
-		c.RenewDeadline = d * 2 / 3
+		c.RenewDeadline = d - c.margin(d)
 	}
 	if c.RetryPeriod == 0 {
 		c.RetryPeriod = c.RenewInterval / 4
@@ -182,6 +186,17 @@ func (h *Holder) Release(ctx context.Context) error {
 
 // releaseAttempts bounds Release's retries on a conflict; only the holder's own last
 // renewal and the operator write this Lease, so a few are plenty.
+// margin is DriftMargin, or its default for lease duration d.
+func (c *Config) margin(d time.Duration) time.Duration {
+	if c.DriftMargin > 0 {
+		return c.DriftMargin
+	}
+	return max(d/20, minDriftMargin)
+}
+
+// minDriftMargin leaves a workload half a second to stop after its context ends.
+const minDriftMargin = 500 * time.Millisecond
+
 const releaseAttempts = 5
 
 // loop renews every RenewInterval and gives up at RenewDeadline after the last

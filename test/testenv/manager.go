@@ -104,16 +104,25 @@ func (m *Manager) Exited() bool {
 // Done is closed when the process ended.
 func (m *Manager) Done() <-chan struct{} { return m.done }
 
+// Scrape reads the manager's /metrics page.
+func (m *Manager) Scrape(timeout time.Duration) (string, error) {
+	hc := http.Client{Timeout: timeout}
+	resp, err := hc.Get(m.metrics)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return string(raw), err
+}
+
 // Leading reads the manager's leader_election_master_status gauge.
 func (m *Manager) Leading() bool {
-	hc := http.Client{Timeout: time.Second}
-	resp, err := hc.Get(m.metrics)
+	page, err := m.Scrape(time.Second)
 	if err != nil {
 		return false
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	for line := range strings.SplitSeq(string(raw), "\n") {
+	for line := range strings.SplitSeq(page, "\n") {
 		if strings.HasPrefix(line, "leader_election_master_status{") && strings.HasSuffix(line, " 1") {
 			return true
 		}

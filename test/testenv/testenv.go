@@ -131,7 +131,7 @@ func StartController(cfg *rest.Config, ns string, o ControllerOptions) (*Control
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: fencedlease.CacheByObject()},
+		Cache:                   cacheOptions(ns),
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "fencedlease-operator",
@@ -175,4 +175,11 @@ func (c *Controller) Stop() error {
 	err := <-c.done
 	c.done = nil
 	return err
+}
+
+// cacheOptions are the binary's, seeing only namespace ns.
+func cacheOptions(ns string) cache.Options {
+	o := fencedlease.CacheOptions()
+	o.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	return o
 }

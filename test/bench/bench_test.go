@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	enabled = flag.Bool("bench.enable", false, "Run the benchmark (make bench does); make test skips it.")
+	runs    = flag.Int("bench.runs", 3, "Runs of each failover measurement (the hand-off runs at least 5).")
+	mass    = flag.Int("bench.mass", 1000, "The large mass failover and burst size.")
+	scaleN  = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
+	waiting = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
+	only    = flag.String("bench.only", "grant,handoff,single,mass,burst,scale", "The measurements to run, comma-separated.")
+)
+
+func want(name string) bool { return slices.Contains(strings.Split(*only, ","), name) }
+
+var (
+	fast = timings{lease: 5 * time.Second, renew: 3333 * time.Millisecond, retry: time.Second}
+	slow = timings{lease: 15 * time.Second, renew: 10 * time.Second, retry: 2 * time.Second}
+)
+
+// TestBench runs every measurement on one control plane and prints the table.
+func TestBench(t *testing.T) {
+	if !*enabled {
+		t.Skip("the benchmark runs with make bench")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := newBench(t, ctx)
+	rates := floors{lease: b.writeRate(), mix: b.mixRate()}
+
+	if want("grant") {
+		b.uncontended(20, fast)
+	}
+	if want("handoff") {
+		b.handoff(fast.lease, fast, max(*runs, 5))
+	}
+	for _, tm := range []timings{fast, slow} {
+		if !want("single") {
+			break
+		}
+		n := *runs
+		op := b.operatorFailover(1, tm.lease, n)
+		cg := b.clientgoFailover(1, tm, n)
+		b.add(fmt.Sprintf("single failover, overshoot past lease end (lease %v; client-go %v)", tm.lease, tm),
+			op.overshoot.summary(), cg.overshoot.summary(), ratio(op.overshoot.quantile(0.5), cg.overshoot.quantile(0.5)))
+	}
+	for _, m := range []struct {
+		n int
+		t timings
+	}{{100, fast}, {*mass, fast}, {*mass, slow}} {
+		if want("mass") {
+			b.massFailover(m.n, m.t, rates)
+		}
+	}
+	if want("burst") {
+		b.burst(*mass, rates)
+	}
+	if want("scale") && *scaleN > 0 {
+		b.scale(*scaleN, *waiting, time.Minute)
+	}
+	b.print()
+}
+
+func floats(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = fmt.Sprintf("%.2f", f)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// massFailover runs n holders stopping at once, for the operator (lease t.lease) and for
+// client-go (timings t), and adds their rows.
+// floors are the API server's write rates measured in this run: Lease updates alone
+// (client-go's only write), and the operator's mix.
+type floors struct{ lease, mix float64 }
+
+func (b *bench) massFailover(n int, t timings, rates floors) {
+	op := b.operatorFailover(n, t.lease, *runs)
+	b.add(fmt.Sprintf("operator RSS after %d-lease failovers", n), b.rss(), "—", "")
+	cg := b.clientgoFailover(n, t, *runs)
+	what := fmt.Sprintf("%d holders stop at once (lease %v; client-go %v)", n, t.lease, t)
+	b.add(what+": overshoot past lease end",
+		op.overshoot.summary(), cg.overshoot.summary(), ratio(op.overshoot.quantile(0.99), cg.overshoot.quantile(0.99))+" at p99")
+	floor := floorTime(n, 4, rates.mix)
+	b.add(fmt.Sprintf("%s: first lease end → last next holder named (floor: %d×4 writes of the operator's mix)", what, n),
+		op.span.summary(), fmt.Sprintf("client-go %s; floor %s", cg.span.summary(), ms(floor)),
+		fmt.Sprintf("%s of client-go, %s of the floor (p50)", ratio(op.span.quantile(0.5), cg.span.quantile(0.5)), ratio(op.span.quantile(0.5), floor)))
+	b.add(what+": writes per failover, each run (events included)", floats(op.writesPer), "client-go: "+floats(cg.writesPer), "")
+	b.add(what+": holders that gave up on their own deadline (pkg/holder; client-go: leaders lost)",
+		fmt.Sprintf("%d of %d grants", op.gaveUp, op.grants), fmt.Sprintf("%d of %d leaderships", cg.gaveUp, cg.grants), "")
+}

@@ -1,0 +1,439 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// writeRate measures how many writes per second the API server takes: 64 writers each
+// updating their own Leases for five seconds, the cheapest write there is.
+func (b *bench) writeRate() float64 {
+	const ns, writers, perWriter = "floor", 64, 4
+	b.namespace(ns)
+	leases := b.floor.CoordinationV1().Leases(ns)
+	objs := make([]*coordinationv1.Lease, writers*perWriter)
+	parallel(len(objs), 32, func(i int) (err error) {
+		objs[i], err = leases.Create(b.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w%d", i)}}, metav1.CreateOptions{})
+		return err
+	}, b.t)
+	var writes atomic.Int64
+	until := time.Now().Add(5 * time.Second)
+	parallel(writers, writers, func(w int) error {
+		for i := 0; time.Now().Before(until); i++ {
+			k := w*perWriter + i%perWriter
+			next := objs[k].DeepCopy()
+			next.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			updated, err := leases.Update(b.ctx, next, metav1.UpdateOptions{})
+			if err != nil {
+				return err
+			}
+			objs[k] = updated
+			writes.Add(1)
+		}
+		return nil
+	}, b.t)
+	rate := float64(writes.Load()) / 5
+	b.add("API server write rate (64 writers, Lease updates)", "—", fmt.Sprintf("%.0f writes/s", rate), "")
+	return rate
+}
+
+// floorTime is how long the API server needs for n×perItem writes at rate.
+func floorTime(n, perItem int, rate float64) time.Duration {
+	return time.Duration(float64(n*perItem) / rate * float64(time.Second))
+}
+
+// failover is what one mass failover measured.
+type failover struct {
+	overshoot sample
+	// span runs from the first lease's end to the last next holder named.
+	span sample
+	// writesPer is the operator's writes (or client-go's) per failover.
+	writesPer []float64
+	// gaveUp is how many holders (leaders) ended on their own deadline, of grants.
+	gaveUp, grants int
+}
+
+// operatorFailover grants n FencedLeases (lease d) to simulated holders, then runs times:
+// a waiting pod for each, every holder stops at once, and the watch times each next grant.
+func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
+	ns := fmt.Sprintf("op-failover-%d-%ds", n, int(d.Seconds()))
+	b.namespace(ns)
+	leases := names("l", n)
+	fls := make([]client.Object, n)
+	for i, l := range leases {
+		fls[i] = b.fencedLease(ns, l, d)
+	}
+	b.createAll(fls)
+	current := names("h0-", n)
+	b.createAll(b.pods(ns, current, leases))
+	b.await(keyed(ns, leases, current), 10*time.Minute)
+	b.awaitRenewed(ns, current)
+
+	var f failover
+	for r := 1; r <= runs; r++ {
+		next := names(fmt.Sprintf("h%d-", r), n)
+		b.createAll(b.pods(ns, next, leases))
+		time.Sleep(2 * time.Second) // the operator has them in its cache
+		if r == 1 && n > 1 {
+			time.Sleep(8 * time.Second) // and has counted them waiting
+			b.steadyState(ns, n, d)
+		}
+		stoppedAt := time.Now()
+		for _, h := range current {
+			b.holders.stop(ns, h)
+		}
+		ts := b.await(keyed(ns, leases, next), 10*time.Minute)
+		f.add(ts)
+		lastAt := latest(ts)
+		req := b.operatorRequests(ns, stoppedAt, lastAt.Add(time.Second))
+		f.writesPer = append(f.writesPer, float64(req.writes())/float64(n))
+		b.t.Logf("%s run %d: operator requests %v", ns, r, req)
+		b.awaitRenewed(ns, next)
+		current = next
+	}
+	b.quiesce(ns, current)
+	f.gaveUp, f.grants = b.holders.gaveUpIn(ns), n*(runs+1)
+	return f
+}
+
+// steadyState counts the operator's requests while n holders renew and n pods wait.
+func (b *bench) steadyState(ns string, n int, d time.Duration) {
+	const window = 20 * time.Second
+	from, renewed := time.Now(), b.holders.renewalsIn(ns)
+	time.Sleep(window)
+	to, renewals := time.Now(), b.holders.renewalsIn(ns)-renewed
+	req := b.operatorRequests(ns, from, to)
+	b.t.Logf("steady state %s: %d renewals, operator requests %v", ns, renewals, req)
+	b.add(fmt.Sprintf("operator requests per renewal, %d holders renewing, %d waiting (lease %v, %d renewals in %v)", n, n, d, renewals, window),
+		fmt.Sprintf("%.3f (reads %.3f, status writes %.3f)", per(req.total(), renewals), per(req.total()-req.writes(), renewals), per(req.sum("update fencedleases/status"), renewals)),
+		"client-go: see its leaders' row", "")
+	others := req.total() - req.sum("update fencedleases/status")
+	b.add(fmt.Sprintf("operator requests per waiting pod per minute (%d waiting; all but the status writes above)", n),
+		fmt.Sprintf("%.3f", per(others, n)/window.Minutes()), "client-go: see its waiters' row", "")
+}
+
+// quiesce stops the holders left, so the next scenario runs alone.
+func (b *bench) quiesce(ns string, holders []string) {
+	for _, h := range holders {
+		b.holders.stop(ns, h)
+	}
+}
+
+// clientgoFailover runs n client-go locks with two candidates each, and times as above:
+// every leader stops at once, the watch times each next leader.
+func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
+	ns := fmt.Sprintf("cg-failover-%d-%ds", n, int(t.lease.Seconds()))
+	b.namespace(ns)
+	leases := names("l", n)
+	lostBefore := lostLeaders.Load()
+	leaders := make([]*elector, n)
+	parallel(n, 32, func(i int) (err error) {
+		leaders[i], err = runElector(b.ctx, b.cgLeader, ns, leases[i], leases[i]+"-c0", t, false)
+		if err == nil {
+			<-leaders[i].started
+		}
+		return err
+	}, b.t)
+	var f failover
+	for r := 1; r <= runs; r++ {
+		waiters := make([]*elector, n)
+		parallel(n, 32, func(i int) (err error) {
+			waiters[i], err = runElector(b.ctx, b.cgWaiter, ns, leases[i], fmt.Sprintf("%s-c%d", leases[i], r), t, false)
+			return err
+		}, b.t)
+		time.Sleep(2 * t.retry) // each waiter has looked at its lock
+		if r == 1 && n > 1 {
+			b.clientgoSteadyState(ns, n, t)
+		}
+		stoppedAt := time.Now()
+		parallel(n, n, func(i int) error { leaders[i].stop(); return nil }, b.t)
+		want := map[string]string{}
+		for i, l := range leases {
+			want[ns+"/"+l] = waiters[i].identity
+		}
+		ts := b.await(want, 10*time.Minute)
+		f.add(ts)
+		req := b.requestsOf(waiterUser, ns, stoppedAt, latest(ts).Add(time.Second))
+		f.writesPer = append(f.writesPer, float64(req.writes())/float64(n))
+		leaders = waiters
+	}
+	parallel(n, n, func(i int) error { leaders[i].stop(); return nil }, b.t)
+	f.gaveUp, f.grants = int(lostLeaders.Load()-lostBefore), n*(runs+1)
+	return f
+}
+
+// clientgoSteadyState counts client-go's requests while n leaders renew and n wait.
+func (b *bench) clientgoSteadyState(ns string, n int, t timings) {
+	const window = 20 * time.Second
+	from := time.Now()
+	time.Sleep(window)
+	to := time.Now()
+	leaders := b.requestsOf(leaderUser, ns, from, to)
+	waiters := b.requestsOf(waiterUser, ns, from, to)
+	b.t.Logf("client-go steady state %s: leaders %v, waiters %v", ns, leaders, waiters)
+	b.add(fmt.Sprintf("client-go %v: requests per leader per minute (%d leaders)", t, n), "—",
+		fmt.Sprintf("%.1f (%.1f writes)", per(leaders.total(), n)/window.Minutes(), per(leaders.writes(), n)/window.Minutes()), "")
+	b.add(fmt.Sprintf("client-go %v: requests per waiting candidate per minute (%d waiting)", t, n), "0 (pods wait gated; see above)",
+		fmt.Sprintf("%.1f", per(waiters.total(), n)/window.Minutes()), "")
+}
+
+func (f *failover) add(ts []transition) {
+	first := ts[0].lastRenew.Add(ts[0].duration)
+	for _, t := range ts {
+		f.overshoot = append(f.overshoot, t.overshoot())
+		if end := t.lastRenew.Add(t.duration); end.Before(first) {
+			first = end
+		}
+	}
+	f.span = append(f.span, latest(ts).Sub(first))
+}
+
+// handoff times release → next holder named, runs times, for the operator and client-go.
+func (b *bench) handoff(d time.Duration, t timings, runs int) {
+	ns := "op-handoff"
+	b.namespace(ns)
+	b.createAll([]client.Object{b.fencedLease(ns, "h", d)})
+	current := "h0"
+	b.createAll(b.pods(ns, []string{current}, []string{"h"}))
+	b.await(map[string]string{ns + "/h": current}, time.Minute)
+	b.awaitRenewed(ns, []string{current})
+	var op sample
+	for r := 1; r <= runs; r++ {
+		next := fmt.Sprintf("h%d", r)
+		b.createAll(b.pods(ns, []string{next}, []string{"h"}))
+		time.Sleep(time.Second)
+		sent, err := b.holders.release(ns, current)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		ts := b.await(map[string]string{ns + "/h": next}, time.Minute)
+		op = append(op, ts[0].at.Sub(sent))
+		b.awaitRenewed(ns, []string{next})
+		current = next
+	}
+	b.quiesce(ns, []string{current})
+
+	cns := "cg-handoff"
+	b.namespace(cns)
+	leader, err := runElector(b.ctx, b.cgLeader, cns, "h", "c0", t, true)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	<-leader.started
+	var cg sample
+	for r := 1; r <= runs; r++ {
+		waiter, err := runElector(b.ctx, b.cgWaiter, cns, "h", fmt.Sprintf("c%d", r), t, true)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		time.Sleep(2 * t.retry)
+		released := time.Now()
+		leader.stop()
+		ts := b.await(map[string]string{cns + "/h": waiter.identity}, time.Minute)
+		cg = append(cg, ts[0].at.Sub(released))
+		leader = waiter
+	}
+	leader.stop()
+	b.add(fmt.Sprintf("hand-off: release → next holder named (lease %v; client-go %v, ReleaseOnCancel)", d, t),
+		op.summary(), cg.summary(), ratio(op.quantile(0.5), cg.quantile(0.5)))
+}
+
+// uncontended times pod created → granted on idle FencedLeases, and client-go's fresh
+// lock acquired.
+func (b *bench) uncontended(runs int, t timings) {
+	ns := "op-grant"
+	b.namespace(ns)
+	leases := names("g", runs)
+	fls := make([]client.Object, runs)
+	for i, l := range leases {
+		fls[i] = b.fencedLease(ns, l, 15*time.Second)
+	}
+	b.createAll(fls)
+	time.Sleep(2 * time.Second)
+	var op sample
+	for i, l := range leases {
+		start := time.Now()
+		b.createAll(b.pods(ns, []string{fmt.Sprintf("p%d", i)}, []string{l}))
+		ts := b.await(map[string]string{ns + "/" + l: fmt.Sprintf("p%d", i)}, time.Minute)
+		op = append(op, ts[0].at.Sub(start))
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.quiesce(ns, names("p", runs))
+
+	cns := "cg-grant"
+	b.namespace(cns)
+	var cg sample
+	for i := range runs {
+		start := time.Now()
+		e, err := runElector(b.ctx, b.cgLeader, cns, fmt.Sprintf("g%d", i), "c0", t, true)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		ts := b.await(map[string]string{fmt.Sprintf("%s/g%d", cns, i): "c0"}, time.Minute)
+		cg = append(cg, ts[0].at.Sub(start))
+		e.stop()
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.add("uncontended grant: pod created → granted (client-go: fresh lock acquired)", op.summary(), cg.summary(), ratio(op.quantile(0.99), cg.quantile(0.99))+" at p99")
+}
+
+// burst creates n FencedLeases at once, each with a pod already waiting, and measures
+// grants per second and the operator's requests per grant.
+func (b *bench) burst(n int, rates floors) {
+	ns := fmt.Sprintf("op-burst-%d", n)
+	b.namespace(ns)
+	leases := names("b", n)
+	pods := names("p", n)
+	b.createAll(b.pods(ns, pods, leases))
+	time.Sleep(2 * time.Second)
+	fls := make([]client.Object, n)
+	for i, l := range leases {
+		fls[i] = b.fencedLease(ns, l, 15*time.Second)
+	}
+	start := time.Now()
+	b.createAll(fls)
+	ts := b.await(keyed(ns, leases, pods), 10*time.Minute)
+	took := latest(ts).Sub(start)
+	req := b.operatorRequests(ns, start, latest(ts).Add(time.Second))
+	b.t.Logf("burst %d: operator requests %v", n, req)
+	floor := floorTime(n, 4, rates.mix)
+	b.add(fmt.Sprintf("%d FencedLeases created at once, a pod waiting for each: grants per second (all granted after)", n),
+		fmt.Sprintf("%.0f/s (%s)", float64(n)/took.Seconds(), ms(took)),
+		fmt.Sprintf("floor at 4 writes of the operator's mix per grant: %.0f/s (%s)", float64(n)/floor.Seconds(), ms(floor)), ratio(took, floor)+" of the floor")
+	b.add(fmt.Sprintf("operator requests per grant (%d new FencedLeases; includes the first renewal's status write)", n),
+		fmt.Sprintf("%.2f: %s", per(req.total(), n), breakdown(req, n)), "—", "")
+	b.quiesce(ns, pods)
+}
+
+// scale grants n FencedLeases, each with waiting pods, and reports the operator's memory
+// and metrics.
+func (b *bench) scale(n, waiting int, d time.Duration) {
+	ns := fmt.Sprintf("op-scale-%d", n)
+	b.namespace(ns)
+	leases := names("s", n)
+	var pods []client.Object
+	for w := 0; w <= waiting; w++ {
+		pods = append(pods, b.pods(ns, names(fmt.Sprintf("p%d-", w), n), leases)...)
+	}
+	created := time.Now()
+	b.createAll(pods)
+	b.t.Logf("scale: %d pods created in %v", len(pods), time.Since(created))
+	fls := make([]client.Object, n)
+	for i, l := range leases {
+		fls[i] = b.fencedLease(ns, l, d)
+	}
+	start := time.Now()
+	b.createAll(fls)
+	ts := b.await(keyed(ns, leases, make([]string, n)), 30*time.Minute)
+	took := latest(ts).Sub(start)
+	b.add(fmt.Sprintf("%d FencedLeases (lease %v), %d pods each: all granted after", n, d, waiting+1), ms(took), "—", "")
+	time.Sleep(d) // every holder has renewed a few times; the operator has recorded it
+	from, renewed := time.Now(), b.holders.renewalsIn(ns)
+	time.Sleep(d)
+	req := b.operatorRequests(ns, from, time.Now())
+	renewals := b.holders.renewalsIn(ns) - renewed
+	b.add(fmt.Sprintf("operator requests per renewal at %d (%d renewals in %v)", n, renewals, d),
+		fmt.Sprintf("%.3f (%s)", per(req.total(), renewals), breakdown(req, renewals)), "—", "")
+	size, series := b.metricsSize()
+	b.add(fmt.Sprintf("operator RSS with %d FencedLeases and %d pods", n, n*(waiting+1)), b.rss(), "—", "")
+	b.add(fmt.Sprintf("/metrics at %d FencedLeases", n), fmt.Sprintf("%.2f MB, %d series", float64(size)/1e6, series), "—", "")
+}
+
+func keyed(ns string, leases, holders []string) map[string]string {
+	out := make(map[string]string, len(leases))
+	for i, l := range leases {
+		out[ns+"/"+l] = holders[i]
+	}
+	return out
+}
+
+func latest(ts []transition) time.Time {
+	var last time.Time
+	for _, t := range ts {
+		if t.at.After(last) {
+			last = t.at
+		}
+	}
+	return last
+}
+
+func per(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// breakdown is "verb resource: count per item" for each kind of request.
+func breakdown(r requests, n int) string {
+	var keys []string
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, per(r[k], n)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// mixRate measures the API server's write rate for the operator's kind of writes: 64
+// writers each cycling through a FencedLease status update, a Lease update and a pod
+// patch, for five seconds. Pods and CRD objects cost the server more than Leases do, so
+// this is the fair floor for the operator; the Lease rate is the fair one for client-go.
+func (b *bench) mixRate() float64 {
+	const ns, writers = "floor-mix", 64
+	b.namespace(ns)
+	fls := make([]*fencingv1.FencedLease, writers)
+	pods := make([]client.Object, writers)
+	var objs []client.Object
+	for i := range writers {
+		fls[i] = b.fencedLease(ns, fmt.Sprintf("m%d", i), 15*time.Second)
+		pods[i] = testenv.CandidatePod(ns, fmt.Sprintf("p%d", i), "none")
+		objs = append(objs, fls[i], pods[i])
+	}
+	b.createAll(objs)
+	leases := b.floor.CoordinationV1().Leases(ns)
+	var writes atomic.Int64
+	until := time.Now().Add(5 * time.Second)
+	parallel(writers, writers, func(w int) error {
+		lease, err := leases.Create(b.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("m%d", w)}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		fl := fls[w]
+		for i := 0; time.Now().Before(until); i++ {
+			// A patch: the operator writes these FencedLeases' status too.
+			status := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"status":{"fencingToken":0,"waiting":%d}}`, i))
+			if err := b.admin.Status().Patch(b.ctx, fl, status); err != nil {
+				return err
+			}
+			next := lease.DeepCopy()
+			next.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			if lease, err = leases.Update(b.ctx, next, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+			patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"bench":"%d"}}}`, i))
+			if err := b.admin.Patch(b.ctx, pods[w], patch); err != nil {
+				return err
+			}
+			writes.Add(3)
+		}
+		return nil
+	}, b.t)
+	rate := float64(writes.Load()) / 5
+	b.add("API server write rate, the operator's mix (FencedLease status, Lease, pod patch; 64 writers)", "—", fmt.Sprintf("%.0f writes/s", rate), "")
+	return rate
+}

@@ -1,0 +1,273 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// bench is one run: a control plane with an audit log, the operator binary, the
+// simulated holders, and the users whose requests are counted.
+type bench struct {
+	t     *testing.T
+	ctx   context.Context
+	env   *envtest.Environment
+	admin client.Client
+	// cgLeader and cgWaiter run client-go's candidates (the first of each lock, the
+	// others), so the audit log tells leaders' requests from waiters'; floor measures the
+	// API server's write rate.
+	cgLeader, cgWaiter, floor kubernetes.Interface
+	op                        *testenv.Manager
+	audit                     string
+	leases                    *leaseWatch
+	holders                   *holders
+	rows                      []row
+}
+
+// row is one line of the table: what, the operator's number, client-go's (or the
+// floor's), and their ratio.
+type row struct{ what, operator, other, ratio string }
+
+const (
+	operatorUser = "operator"
+	waiterUser   = "clientgo-waiter"
+	leaderUser   = "clientgo-leader"
+)
+
+func newBench(t *testing.T, ctx context.Context) *bench {
+	// client-go's leader election logs every acquisition; thousands of them say nothing here.
+	klog.SetLogger(logr.Discard())
+	dir := t.TempDir()
+	b := &bench{t: t, ctx: ctx, audit: filepath.Join(dir, "audit.log")}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy(operatorUser, waiterUser, leaderUser)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.ControlPlane.GetAPIServer().Configure().
+		Set("audit-policy-file", policy).Set("audit-log-path", b.audit).
+		Set("audit-log-maxsize", "0")
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	b.env = env
+	if b.admin, err = client.New(unthrottled(cfg), client.Options{Scheme: testenv.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
+	b.cgLeader, b.cgWaiter = b.userClient(leaderUser), b.userClient(waiterUser)
+	b.floor = b.userClient("floor")
+	observer := b.userClient("observer")
+	b.leases = watchLeases(ctx, observer)
+	b.holders = runHolders(ctx, b.userConfig("holders"))
+	b.op = testenv.StartManager(t, env, testenv.BuildOperator(t, dir), dir, operatorUser,
+		"--leader-elect=false", "--webhook=false", "--health-probe-bind-address=0")
+	return b
+}
+
+// userClient is a clientset acting as its own user (a cluster admin), never throttled on
+// this side, so the numbers are the API server's and the operator's.
+func (b *bench) userClient(name string) kubernetes.Interface {
+	return kubernetes.NewForConfigOrDie(b.userConfig(name))
+}
+
+func (b *bench) userConfig(name string) *rest.Config {
+	u, err := b.env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	// Built-in types only: protobuf, as the operator's client and the agent speak it, so
+	// holders and client-go candidates cost the API server the same per request.
+	cfg := unthrottled(u.Config())
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	return cfg
+}
+
+func unthrottled(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	return cfg
+}
+
+func (b *bench) namespace(name string) {
+	if err := b.admin.Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bench) fencedLease(ns, name string, d time.Duration) *fencingv1.FencedLease {
+	return &fencingv1.FencedLease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: int32(d.Seconds())},
+	}
+}
+
+// createAll creates objs with a few dozen requests in flight, as a burst of users would.
+func (b *bench) createAll(objs []client.Object) {
+	b.t.Helper()
+	parallel(len(objs), 32, func(i int) error { return b.admin.Create(b.ctx, objs[i]) }, b.t)
+}
+
+// pods are candidate pods for lease (one per name), enlisted as simulated holders.
+func (b *bench) pods(ns string, names, leases []string) []client.Object {
+	out := make([]client.Object, len(names))
+	for i := range names {
+		b.holders.enlist(ns, names[i])
+		out[i] = testenv.CandidatePod(ns, names[i], leases[i])
+	}
+	return out
+}
+
+// awaitRenewed waits until each named holder has confirmed its grant.
+func (b *bench) awaitRenewed(ns string, names []string) {
+	b.t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, n := range names {
+		for b.holders.confirmedAt(ns, n).IsZero() {
+			if time.Now().After(deadline) {
+				b.t.Fatalf("holder %s/%s never renewed", ns, n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// await waits until each Lease names its holder, up to limit.
+func (b *bench) await(want map[string]string, limit time.Duration) []transition {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, limit)
+	defer cancel()
+	ts, err := b.leases.waitFor(ctx, want)
+	if err != nil {
+		missing := 0
+		for k, h := range want {
+			if b.leases.holderOf(k) != h {
+				missing++
+			}
+		}
+		b.t.Fatalf("%d of %d Leases did not name their next holder within %v", missing, len(want), limit)
+	}
+	return ts
+}
+
+// operatorRequests counts the operator's requests in [from, to) in namespace ns.
+func (b *bench) operatorRequests(ns string, from, to time.Time) requests {
+	return b.requestsOf(operatorUser, ns, from, to)
+}
+
+func (b *bench) requestsOf(user, ns string, from, to time.Time) requests {
+	// The log is written as requests finish: give the last ones a moment.
+	time.Sleep(time.Second)
+	r, err := auditCount(b.audit, user, from, to, func(n string) bool { return n == ns })
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return r
+}
+
+// rss is the operator's resident memory, from /proc.
+func (b *bench) rss() string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.op.Cmd.Process.Pid))
+	if err != nil {
+		return "?"
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.Atoi(f[1])
+			return fmt.Sprintf("%d MiB", kb/1024)
+		}
+	}
+	return "?"
+}
+
+func (b *bench) add(what, operator, other, ratio string) {
+	b.rows = append(b.rows, row{what, operator, other, ratio})
+	b.t.Logf("%s: %s | %s | %s", what, operator, other, ratio)
+}
+
+func (b *bench) print() {
+	var s strings.Builder
+	s.WriteString("\n| what | fencedlease | client-go leader election, or the floor | ratio |\n|---|---|---|---|\n")
+	for _, r := range b.rows {
+		fmt.Fprintf(&s, "| %s | %s | %s | %s |\n", r.what, r.operator, r.other, r.ratio)
+	}
+	fmt.Println(s.String())
+}
+
+// parallel runs f(0..n-1) on workers goroutines and fails t on the first error.
+func parallel(n, workers int, f func(int) error, t testing.TB) {
+	t.Helper()
+	next := make(chan int)
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		t.Fatal(first)
+	}
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
+}
+
+// metricsSize scrapes the operator: the page's size and its number of series.
+func (b *bench) metricsSize() (int, int) {
+	page, err := b.op.Scrape(30 * time.Second)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	series := 0
+	for line := range strings.SplitSeq(page, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			series++
+		}
+	}
+	return len(page), series
+}
