@@ -54,15 +54,29 @@ func unreachable(err error) bool {
 func (rc *recovery) Start(ctx context.Context) error {
 	t := time.NewTicker(rc.interval)
 	defer t.Stop()
+	confirmed := false // the probe failed since the outage was marked
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		if rc.outage.Load() && rc.back(ctx) {
+		if !rc.outage.Load() {
+			continue
+		}
+		if rc.back(ctx) {
 			rc.outage.Store(false)
-			rc.requeueAll(ctx)
+			// Only after the probe itself failed was the server really gone. A timeout
+			// under load marks an outage too, but a server that answers at once is slow,
+			// not down: its failed reconciles retry on their own back-off, and queueing
+			// every FencedLease on top would only bury them (at 10,000 it kept the queue
+			// full and left hundreds never granted).
+			if confirmed {
+				rc.requeueAll(ctx)
+			}
+			confirmed = false
+		} else {
+			confirmed = true
 		}
 	}
 }

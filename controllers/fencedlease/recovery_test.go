@@ -94,3 +94,29 @@ func TestEveryFencedLeaseIsQueuedWhenTheServerIsBack(t *testing.T) {
 		t.Fatal("the outage is still marked")
 	}
 }
+
+// A reconcile that timed out against a slow server marks an outage, but a probe that
+// answers at once shows the server is up: nothing is queued on top of the retries already
+// due (at 10,000 FencedLeases that herd kept the queue full).
+func TestASlowServerIsNotAnOutage(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = fencingv1.AddToScheme(s)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		&fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}).Build()
+	server := &flakyReader{Reader: c}
+	server.up.Store(true)
+	rc := newRecovery(server, c)
+	rc.interval = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = rc.Start(ctx) }()
+
+	rc.observe(fmt.Errorf("reading: %w", context.DeadlineExceeded))
+	time.Sleep(100 * time.Millisecond)
+	if len(rc.events) != 0 {
+		t.Fatal("queued every FencedLease although the server answered the probe at once")
+	}
+	if rc.outage.Load() {
+		t.Fatal("the outage is still marked")
+	}
+}

@@ -34,6 +34,7 @@ func TestBench(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b := newBench(t, ctx)
+	defer b.print() // what was measured, even when a later measurement fails
 	rates := floors{lease: b.writeRate(), mix: b.mixRate()}
 
 	if want("grant") {
@@ -66,7 +67,6 @@ func TestBench(t *testing.T) {
 	if want("scale") && *scaleN > 0 {
 		b.scale(*scaleN, *waiting, time.Minute)
 	}
-	b.print()
 }
 
 func floats(fs []float64) string {
