@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
@@ -39,6 +40,17 @@ func (c *requestCounter) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counting, c.seen = true, map[string]int{}
+}
+
+// awaitEvents waits until n events were sent: they leave the recorder asynchronously.
+func (c *requestCounter) awaitEvents(n int) {
+	GinkgoHelper()
+	Eventually(func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, events := writes(c.seen)
+		return sum(events)
+	}).WithTimeout(timeout).WithPolling(poll).Should(BeNumerically(">=", n))
 }
 
 func (c *requestCounter) stop() map[string]int {
@@ -124,12 +136,13 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 	It("grants an idle FencedLease with three writes: status, Lease, pod", func() {
 		createFL(ns, "invoices", 5, fencingv1.DeletePodPolicy)
 		Eventually(func() []string { return getFL(ns, "invoices").Finalizers }).WithTimeout(timeout).Should(ContainElement(fencingv1.Finalizer))
-		time.Sleep(500 * time.Millisecond) // the Lease-less FencedLease has settled
+		Eventually(func() []metav1.Condition { return getFL(ns, "invoices").Status.Conditions }).WithTimeout(timeout).
+			ShouldNot(BeEmpty(), "the Lease-less FencedLease has its first status")
 
 		counter.start()
 		createPod(ns, "a", "invoices")
 		expectHolder(ns, "invoices", "a", 1)
-		time.Sleep(time.Second) // the events have been sent
+		counter.awaitEvents(2)
 		objects, events := writes(counter.stop())
 		GinkgoWriter.Printf("grant: writes %v, events %v\n", objects, events)
 		Expect(sum(objects)).To(Equal(3), "status, the Lease, the pod: %v", objects)
@@ -147,7 +160,7 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		counter.start() // a stops renewing now
 		expectHolder(ns, "invoices", "b", 2)
 		Eventually(func() bool { return podGone(ns, "a") }).WithTimeout(timeout).Should(BeTrue())
-		time.Sleep(time.Second)
+		counter.awaitEvents(4)
 		objects, events := writes(counter.stop())
 		GinkgoWriter.Printf("failover: writes %v, events %v\n", objects, events)
 		// The revocation's compare-and-swap on the Lease, the status (revoked and granted in

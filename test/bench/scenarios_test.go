@@ -27,23 +27,17 @@ func (b *bench) writeRate() float64 {
 		objs[i], err = leases.Create(b.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w%d", i)}}, metav1.CreateOptions{})
 		return err
 	}, b.t)
-	var writes atomic.Int64
-	until := time.Now().Add(5 * time.Second)
-	parallel(writers, writers, func(w int) error {
-		for i := 0; time.Now().Before(until); i++ {
-			k := w*perWriter + i%perWriter
-			next := objs[k].DeepCopy()
-			next.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-			updated, err := leases.Update(b.ctx, next, metav1.UpdateOptions{})
-			if err != nil {
-				return err
-			}
-			objs[k] = updated
-			writes.Add(1)
+	rate := b.measureRate(writers, func(w, i int) (int, error) {
+		k := w*perWriter + i%perWriter
+		next := objs[k].DeepCopy()
+		next.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		updated, err := leases.Update(b.ctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return 0, err
 		}
-		return nil
-	}, b.t)
-	rate := float64(writes.Load()) / 5
+		objs[k] = updated
+		return 1, nil
+	})
 	b.add("API server write rate (64 writers, Lease updates)", "—", fmt.Sprintf("%.0f writes/s", rate), "")
 	return rate
 }
@@ -406,34 +400,48 @@ func (b *bench) mixRate() float64 {
 	}
 	b.createAll(objs)
 	leases := b.floor.CoordinationV1().Leases(ns)
+	mixLeases := make([]*coordinationv1.Lease, writers)
+	parallel(writers, 32, func(w int) (err error) {
+		mixLeases[w], err = leases.Create(b.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("m%d", w)}}, metav1.CreateOptions{})
+		return err
+	}, b.t)
+	rate := b.measureRate(writers, func(w, i int) (int, error) {
+		// A patch: the operator writes these FencedLeases' status too.
+		status := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"status":{"fencingToken":0,"waiting":%d}}`, i))
+		if err := b.admin.Status().Patch(b.ctx, fls[w], status); err != nil {
+			return 0, err
+		}
+		next := mixLeases[w].DeepCopy()
+		next.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		updated, err := leases.Update(b.ctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return 0, err
+		}
+		mixLeases[w] = updated
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"bench":"%d"}}}`, i))
+		if err := b.admin.Patch(b.ctx, pods[w], patch); err != nil {
+			return 0, err
+		}
+		return 3, nil
+	})
+	b.add("API server write rate, the operator's mix (FencedLease status, Lease, pod patch; 64 writers)", "—", fmt.Sprintf("%.0f writes/s", rate), "")
+	return rate
+}
+
+// measureRate runs writers goroutines for five seconds, each calling cycle(w, 0), cycle(w,
+// 1), …, and returns the writes per second the cycles reported.
+func (b *bench) measureRate(writers int, cycle func(w, i int) (int, error)) float64 {
 	var writes atomic.Int64
 	until := time.Now().Add(5 * time.Second)
 	parallel(writers, writers, func(w int) error {
-		lease, err := leases.Create(b.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("m%d", w)}}, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		fl := fls[w]
 		for i := 0; time.Now().Before(until); i++ {
-			// A patch: the operator writes these FencedLeases' status too.
-			status := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"status":{"fencingToken":0,"waiting":%d}}`, i))
-			if err := b.admin.Status().Patch(b.ctx, fl, status); err != nil {
+			n, err := cycle(w, i)
+			if err != nil {
 				return err
 			}
-			next := lease.DeepCopy()
-			next.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-			if lease, err = leases.Update(b.ctx, next, metav1.UpdateOptions{}); err != nil {
-				return err
-			}
-			patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"bench":"%d"}}}`, i))
-			if err := b.admin.Patch(b.ctx, pods[w], patch); err != nil {
-				return err
-			}
-			writes.Add(3)
+			writes.Add(int64(n))
 		}
 		return nil
 	}, b.t)
-	rate := float64(writes.Load()) / 5
-	b.add("API server write rate, the operator's mix (FencedLease status, Lease, pod patch; 64 writers)", "—", fmt.Sprintf("%.0f writes/s", rate), "")
-	return rate
+	return float64(writes.Load()) / 5
 }
