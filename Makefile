@@ -16,6 +16,8 @@ export KUBEBUILDER_ASSETS
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 STATICCHECK := $(BIN)/staticcheck
+RULECHECK := $(BIN)/rulecheck
+HELM := $(BIN)/helm
 GINKGO_FLAGS ?=
 CHAOS_ROUNDS ?= 20
 
@@ -37,8 +39,17 @@ $(KUSTOMIZE): hack/tools/go.mod
 $(STATICCHECK): hack/tools/go.mod
 	cd hack/tools && go build -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
 
-.PHONY: controller-gen kustomize
+# In its own module: Prometheus's rule parser stays out of the operator's dependencies.
+$(RULECHECK): hack/rulecheck/go.mod hack/rulecheck/main.go
+	cd hack/rulecheck && go build -o $(RULECHECK) .
+
+# Helm in its own module: its Kubernetes libraries follow Helm's releases, not ours.
+$(HELM): hack/helm/go.mod
+	cd hack/helm && go build -o $(HELM) helm.sh/helm/v3/cmd/helm
+
+.PHONY: controller-gen kustomize helm
 controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.
+helm: $(HELM) ## Build helm into bin/ (from hack/helm).
 kustomize: $(KUSTOMIZE) ## Build kustomize into bin/.
 
 ##@ Generate
@@ -52,14 +63,27 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC from markers.
 	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths="./api/...;./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
+.PHONY: rules
+rules: $(RULECHECK) ## Parse the alert rules and the dashboard's queries; write the metric names they read (config/prometheus/metric-names.txt).
+	cd hack/rulecheck && go test -count=1 ./...
+	$(RULECHECK)
+
+.PHONY: chart
+chart: $(KUSTOMIZE) build-installer ## Regenerate charts/fencedlease's CRD and templates from config/ (hack/chartgen); values.yaml and _helpers.tpl are by hand.
+	$(KUSTOMIZE) build config/certmanager > $(BIN)/chart-certmanager.yaml
+	$(KUSTOMIZE) build config/prometheus > $(BIN)/chart-prometheus.yaml
+	go run ./hack/chartgen -bundle dist/install.yaml -certmanager $(BIN)/chart-certmanager.yaml -prometheus $(BIN)/chart-prometheus.yaml -out charts/fencedlease
+
 .PHONY: verify
-verify: generate manifests build-installer ## Fail when generated files or go.mod are stale.
+verify: generate manifests build-installer rules chart ## Fail when generated files or go.mod are stale.
 	go mod tidy
 	$(KUSTOMIZE) build config/certmanager >/dev/null
 	$(KUSTOMIZE) build config/samples >/dev/null
-	@if [ -n "$$(git status --porcelain -- api config dist go.mod go.sum)" ]; then \
-		echo "generated files are stale; run 'make generate manifests build-installer' and 'go mod tidy' and commit:"; \
-		git status --porcelain -- api config dist go.mod go.sum; git --no-pager diff --stat; exit 1; fi
+	$(KUSTOMIZE) build config/prometheus >/dev/null
+	$(KUSTOMIZE) build config/grafana >/dev/null
+	@if [ -n "$$(git status --porcelain -- api config dist charts go.mod go.sum)" ]; then \
+		echo "generated files are stale; run 'make generate manifests build-installer rules chart' and 'go mod tidy' and commit:"; \
+		git status --porcelain -- api config dist charts go.mod go.sum; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: build-installer
 build-installer: $(KUSTOMIZE) ## Write dist/install.yaml: everything for one kubectl apply -f.
@@ -83,7 +107,7 @@ lint: $(STATICCHECK) ## gofmt must have nothing to say; go vet and staticcheck m
 	$(STATICCHECK) ./...
 
 .PHONY: test
-test: envtest lint ## Run every test (unit and envtest) with the control plane built from modules.
+test: envtest lint rules $(HELM) ## Run every test (unit and envtest) with the control plane built from modules.
 	go test -race -count=1 ./... -coverprofile cover.out $(GINKGO_FLAGS)
 
 .PHONY: chaos
@@ -132,8 +156,8 @@ deploy: build-installer ## Deploy the operator with image $(IMG).
 	kubectl apply --server-side -f dist/install.yaml
 
 .PHONY: undeploy
-undeploy: build-installer ## Remove the operator (the CRD, and so every FencedLease, with it).
-	kubectl delete --ignore-not-found -f dist/install.yaml
+undeploy: ## Remove fencedlease: every FencedLease first (the operator revokes the holders), then the operator, then the CRD.
+	go run ./hack/undeploy -f dist/install.yaml
 
 .PHONY: help
 help: ## Show the targets.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -18,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -39,6 +39,8 @@ func main() {
 
 type options struct {
 	metricsAddr, probeAddr string
+	metrics                metricsOptions
+	gracefulShutdown       time.Duration
 	leader                 leaderOptions
 	concurrency            int
 	qps                    float64
@@ -51,8 +53,11 @@ type options struct {
 
 func runManager() error {
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	o.metrics.bind(flag.CommandLine)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second,
+		"How long the manager waits, on SIGTERM, for in-flight reconciles to finish before it releases leadership and exits; keep the pod's terminationGracePeriodSeconds longer.")
 	o.leader.bind(flag.CommandLine)
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 64,
 		"How many FencedLeases are reconciled at once: a reconcile mostly waits on the API server, so a mass failover needs many in flight to use the server's write rate (one FencedLease is never reconciled twice at once).")
@@ -102,7 +107,7 @@ func runManager() error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              scheme,
-		Metrics:                             metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                             o.metrics.server(o.metricsAddr),
 		HealthProbeBindAddress:              o.probeAddr,
 		LeaderElection:                      o.leader.enabled,
 		LeaderElectionResourceLockInterface: lock,
@@ -110,6 +115,7 @@ func runManager() error {
 		RenewDeadline:                       &o.leader.renewDeadline,
 		RetryPeriod:                         &o.leader.retryPeriod,
 		LeaderElectionReleaseOnCancel:       true, // the process exits right after: a standby takes over at once
+		GracefulShutdownTimeout:             &o.gracefulShutdown,
 		Cache:                               fencedlease.CacheOptions(),
 		WebhookServer:                       webhook.NewServer(webhook.Options{Host: o.webhook.host, Port: o.webhook.port, CertDir: o.webhook.certDir}),
 	})

@@ -222,7 +222,9 @@ type FencedLeaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Held says whether a pod holds the grant and, if not, why.
+	// Conditions: Held says whether a pod holds the grant and, if not, why; Ready says
+	// whether the FencedLease works as its spec asks (held by a pod that has renewed,
+	// idle with nobody waiting, or suspended), for GitOps tools and kubectl wait.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -248,6 +250,22 @@ const (
 	ReasonLeaseConflict = "LeaseConflict"
 	// ReasonTokensExhausted: the highest token is the int64 limit; no token is left to grant.
 	ReasonTokensExhausted = "TokensExhausted"
+
+	// ConditionReady is True while the FencedLease works as its spec asks: a pod holds the
+	// grant and has renewed, or nobody is waiting, or it is suspended. It is False, with
+	// Held's reason, while it is being deleted, blocked by a foreign Lease or out of
+	// tokens, and while a granted pod has not renewed yet.
+	ConditionReady = "Ready"
+
+	// Ready=True
+	ReasonHeld = "Held"
+	ReasonIdle = "Idle"
+	// ReasonSuspended also, as above.
+	// Ready=False, besides Held's Deleting, LeaseConflict and TokensExhausted:
+	// ReasonHolderStarting: the granted pod has not renewed for the first time yet.
+	ReasonHolderStarting = "HolderStarting"
+	// ReasonWaiting: pods wait and nobody holds the grant (only until the next grant).
+	ReasonWaiting = "Waiting"
 )
 
 // FencedLease grants one labeled pod at a time a lease and a strictly increasing
@@ -258,7 +276,9 @@ const (
 // +kubebuilder:printcolumn:name="Holder",type=string,JSONPath=`.status.holder.podName`
 // +kubebuilder:printcolumn:name="Token",type=integer,JSONPath=`.status.fencingToken`
 // +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.holder.lastRenewTime`,priority=1,description="The last renewal recorded in status; a renewal alone writes no status, so a live holder has renewed since (the Lease's renewTime has the latest)."
 // +kubebuilder:printcolumn:name="Duration",type=integer,JSONPath=`.spec.leaseDurationSeconds`,priority=1
 // +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.revocationPolicy`,priority=1
 // +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1

@@ -87,6 +87,7 @@ func decide(w world) decision {
 			d.revoke(w, fencingv1.ReasonFencedLeaseDeleted, 0)
 		}
 		setHeldCondition(st, fl, w.lease.Name)
+		setReadyCondition(st, fl)
 		// The cache holds labeled Leases only, so the foreign one's deletion brings no
 		// event: look again soon.
 		d.requeueAfter = conflictRecheck
@@ -154,6 +155,7 @@ func decide(w world) decision {
 	}
 	st.Waiting = int32(len(waiting))
 	setHeldCondition(st, fl, "")
+	setReadyCondition(st, fl)
 	d.recordLastRenewal(w)
 	return d
 }

@@ -127,4 +127,47 @@ var _ = Describe("Grant and release", func() {
 		Expect(k8s.Update(ctx, fl)).To(Succeed())
 		expectHolder(ns, "invoices", "p1", 1)
 	})
+
+	It("is Ready when idle, not while its holder starts, and again once the holder renews, as kubectl wait sees it", func() {
+		ready := func(g Gomega) *metav1.Condition {
+			fl := getFL(ns, "invoices")
+			c := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.ObservedGeneration).To(Equal(fl.Generation))
+			return c
+		}
+		createFL(ns, "invoices", 15, fencingv1.DeletePodPolicy)
+		Eventually(func(g Gomega) {
+			c := ready(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(fencingv1.ReasonIdle))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		createPod(ns, "p1", "invoices")
+		expectHolder(ns, "invoices", "p1", 1)
+		Eventually(func(g Gomega) {
+			c := ready(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(fencingv1.ReasonHolderStarting))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		renew(ns, "invoices")
+		Eventually(func(g Gomega) {
+			c := ready(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(fencingv1.ReasonHeld))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		By("suspended with the holder gone: Ready, as asked")
+		fl := getFL(ns, "invoices")
+		fl.Spec.Suspend = true
+		Expect(k8s.Update(ctx, fl)).To(Succeed())
+		createPod(ns, "p2", "invoices")
+		setPhase(ns, "p1", corev1.PodSucceeded)
+		Eventually(func(g Gomega) {
+			c := ready(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(fencingv1.ReasonSuspended))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	})
 })

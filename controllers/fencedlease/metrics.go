@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -11,15 +12,16 @@ import (
 
 // Metrics are the controller's Prometheus series. Only gauges carry a FencedLease's
 // namespace and name (and are dropped with it); counters and histograms are aggregate, so
-// the number of series does not grow with the number of FencedLeases beyond two per lease.
+// the number of series does not grow with the number of FencedLeases beyond three per lease.
 type Metrics struct {
-	grants      *prometheus.CounterVec
+	grants      prometheus.Counter
 	revocations *prometheus.CounterVec
 	releases    *prometheus.CounterVec
 	token       *prometheus.GaugeVec
 	waiting     *prometheus.GaugeVec
-	grantWait   *prometheus.HistogramVec
-	lateness    *prometheus.HistogramVec
+	ready       *prometheus.GaugeVec
+	grantWait   prometheus.Histogram
+	lateness    prometheus.Histogram
 }
 
 var flLabels = []string{"namespace", "name"}
@@ -27,9 +29,9 @@ var flLabels = []string{"namespace", "name"}
 // NewMetrics creates the series and registers them with reg (none when reg is nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		grants: prometheus.NewCounterVec(prometheus.CounterOpts{
+		grants: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fencedlease_grants_total", Help: "Grants issued (each with a new fencing token), all FencedLeases.",
-		}, nil),
+		}),
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fencedlease_revocations_total", Help: "Grants revoked, by reason, all FencedLeases.",
 		}, []string{"reason"}),
@@ -42,32 +44,43 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fencedlease_waiting_pods", Help: "Candidate pods waiting for a grant.",
 		}, flLabels),
-		grantWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fencedlease_ready", Help: "1 while the Ready condition is True (held by a pod that renewed, idle, or suspended as asked), else 0.",
+		}, flLabels),
+		grantWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fencedlease_grant_wait_seconds",
 			Help:    "Time from a pod's creation to its grant, all FencedLeases.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
-		}, nil),
-		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fencedlease_revocation_lateness_seconds",
 			Help:    "How long after the exact expiry of a lease its revocation was decided (counted from the last renewal any leader recorded, so it includes what failovers cost), all FencedLeases.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
-		}, nil),
+		}),
+	}
+	// Every reason exists from the start at 0, so increase() and rate() see the first one.
+	for _, reason := range []fencingv1.RevocationReason{fencingv1.ReasonLeaseExpired, fencingv1.ReasonStartupDeadlineExceeded,
+		fencingv1.ReasonFencedLeaseDeleted, fencingv1.ReasonLabelRemoved, fencingv1.ReasonHandoffTimeout} {
+		m.revocations.WithLabelValues(string(reason))
+	}
+	for _, reason := range []string{releasePodFinished, releasePodDeleted, releaseLeaseCleared} {
+		m.releases.WithLabelValues(reason)
 	}
 	if reg != nil {
-		reg.MustRegister(m.grants, m.revocations, m.releases, m.token, m.waiting, m.grantWait, m.lateness)
+		reg.MustRegister(m.grants, m.revocations, m.releases, m.token, m.waiting, m.ready, m.grantWait, m.lateness)
 	}
 	return m
 }
 
 func (m *Metrics) granted(wait time.Duration) {
-	m.grants.WithLabelValues().Inc()
-	m.grantWait.WithLabelValues().Observe(wait.Seconds())
+	m.grants.Inc()
+	m.grantWait.Observe(wait.Seconds())
 }
 
 func (m *Metrics) revoked(reason string, late time.Duration) {
 	m.revocations.WithLabelValues(reason).Inc()
 	if reason == string(fencingv1.ReasonLeaseExpired) {
-		m.lateness.WithLabelValues().Observe(late.Seconds())
+		m.lateness.Observe(late.Seconds())
 	}
 }
 
@@ -78,6 +91,11 @@ func (m *Metrics) released(reason string) {
 func (m *Metrics) setStatus(k types.NamespacedName, st fencingv1.FencedLeaseStatus) {
 	m.token.WithLabelValues(k.Namespace, k.Name).Set(float64(st.FencingToken))
 	m.waiting.WithLabelValues(k.Namespace, k.Name).Set(float64(st.Waiting))
+	ready := 0.0
+	if meta.IsStatusConditionTrue(st.Conditions, fencingv1.ConditionReady) {
+		ready = 1
+	}
+	m.ready.WithLabelValues(k.Namespace, k.Name).Set(ready)
 }
 
 // forget drops the series of a FencedLease that is gone.
@@ -85,4 +103,5 @@ func (m *Metrics) forget(k types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": k.Namespace, "name": k.Name}
 	m.token.DeletePartialMatch(labels)
 	m.waiting.DeletePartialMatch(labels)
+	m.ready.DeletePartialMatch(labels)
 }

@@ -39,8 +39,9 @@ func TestMetricsSeriesDoNotGrowWithFencedLeases(t *testing.T) {
 		m.setStatus(k, fencingv1.FencedLeaseStatus{FencingToken: 3, Waiting: 1})
 	}
 	perLease, total := series()
-	if perLease != 200 || total != 200+5 {
-		t.Fatalf("100 FencedLeases: %d per-lease series of %d; want 200 (two gauges each) of 205", perLease, total)
+	// Aggregate: grants, 5 revocation and 3 release reasons, 2 histograms.
+	if perLease != 300 || total != 300+11 {
+		t.Fatalf("100 FencedLeases: %d per-lease series of %d; want 300 (three gauges each) of 311", perLease, total)
 	}
 	for i := range 100 {
 		m.forget(types.NamespacedName{Namespace: "ns", Name: "fl-" + string(rune('a'+i%26)) + string(rune('a'+i/26))})

@@ -21,17 +21,25 @@ import (
 // queued at once — not left to its own timer or to the workqueue's back-off. In steady
 // state it costs nothing.
 type recovery struct {
-	reader   client.Reader // uncached: the probe must reach the server
-	cache    client.Reader
-	events   chan event.GenericEvent
-	interval time.Duration
-	outage   atomic.Bool
+	reader       client.Reader // uncached: the probe must reach the server
+	cache        client.Reader
+	events       chan event.GenericEvent
+	interval     time.Duration
+	probeTimeout time.Duration
+	outage       atomic.Bool
 }
 
-const probeInterval = 250 * time.Millisecond
+const (
+	probeInterval = 250 * time.Millisecond
+	// probeTimeout is how long the probe waits for an answer. A probe that runs out of it
+	// found the server slow, not gone (a server that is gone refuses the connection, or
+	// answers 5xx at once).
+	probeTimeout = 2 * time.Second
+)
 
 func newRecovery(reader, cache client.Reader) *recovery {
-	return &recovery{reader: reader, cache: cache, events: make(chan event.GenericEvent, 256), interval: probeInterval}
+	return &recovery{reader: reader, cache: cache, events: make(chan event.GenericEvent, 256),
+		interval: probeInterval, probeTimeout: probeTimeout}
 }
 
 // observe marks an outage when err says the API server could not be reached.
@@ -64,28 +72,32 @@ func (rc *recovery) Start(ctx context.Context) error {
 		if !rc.outage.Load() {
 			continue
 		}
-		if rc.back(ctx) {
+		err := rc.probe(ctx)
+		switch {
+		case err == nil:
 			rc.outage.Store(false)
-			// Only after the probe itself failed was the server really gone. A timeout
-			// under load marks an outage too, but a server that answers at once is slow,
-			// not down: its failed reconciles retry on their own back-off, and queueing
-			// every FencedLease on top would only bury them (at 10,000 it kept the queue
-			// full and left hundreds never granted).
+			// Only after the probe itself was refused was the server really gone. A
+			// timeout under load marks an outage too, but a server that answers, however
+			// slowly, is overloaded, not down: its failed reconciles retry on their own
+			// back-off, and queueing every FencedLease on top would only bury it (at
+			// 10,000 it kept the queue full and left hundreds never granted).
 			if confirmed {
 				rc.requeueAll(ctx)
 			}
 			confirmed = false
-		} else {
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			// Slow, not gone: the same overload. Keep probing.
+		default:
 			confirmed = true
 		}
 	}
 }
 
-// back is true when the API server answers a read.
-func (rc *recovery) back(ctx context.Context) bool {
-	probe, cancel := context.WithTimeout(ctx, rc.interval)
+// probe reads one FencedLease from the API server: nil when it answers.
+func (rc *recovery) probe(ctx context.Context) error {
+	probe, cancel := context.WithTimeout(ctx, rc.probeTimeout)
 	defer cancel()
-	return rc.reader.List(probe, &fencingv1.FencedLeaseList{}, client.Limit(1)) == nil
+	return rc.reader.List(probe, &fencingv1.FencedLeaseList{}, client.Limit(1))
 }
 
 func (rc *recovery) requeueAll(ctx context.Context) {

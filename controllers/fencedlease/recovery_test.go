@@ -46,10 +46,15 @@ func TestUnreachable(t *testing.T) {
 // flakyReader fails every read until up is set.
 type flakyReader struct {
 	client.Reader
-	up atomic.Bool
+	up   atomic.Bool
+	slow atomic.Bool // answers nothing until the caller gives up, as an overloaded server
 }
 
 func (f *flakyReader) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	if f.slow.Load() {
+		<-ctx.Done()
+		return &url.Error{Op: "Get", URL: "https://127.0.0.1:6443", Err: ctx.Err()}
+	}
 	if !f.up.Load() {
 		return &url.Error{Op: "Get", URL: "https://127.0.0.1:6443", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}
 	}
@@ -115,6 +120,34 @@ func TestASlowServerIsNotAnOutage(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if len(rc.events) != 0 {
 		t.Fatal("queued every FencedLease although the server answered the probe at once")
+	}
+	if rc.outage.Load() {
+		t.Fatal("the outage is still marked")
+	}
+}
+
+// An overloaded server that does not answer the probe in time is slow, not gone: when it
+// answers again, nothing is queued on top of the retries already due.
+func TestAProbeThatTimesOutIsNotAnOutage(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = fencingv1.AddToScheme(s)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		&fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}).Build()
+	server := &flakyReader{Reader: c}
+	server.up.Store(true)
+	server.slow.Store(true)
+	rc := newRecovery(server, c)
+	rc.interval, rc.probeTimeout = 10*time.Millisecond, 20*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = rc.Start(ctx) }()
+
+	rc.observe(fmt.Errorf("reading: %w", context.DeadlineExceeded))
+	time.Sleep(150 * time.Millisecond) // several probes time out
+	server.slow.Store(false)
+	time.Sleep(100 * time.Millisecond)
+	if len(rc.events) != 0 {
+		t.Fatal("queued every FencedLease after probes that only timed out")
 	}
 	if rc.outage.Load() {
 		t.Fatal("the outage is still marked")

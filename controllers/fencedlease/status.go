@@ -45,3 +45,28 @@ func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
 }
+
+// setReadyCondition says whether the FencedLease works as its spec asks, for GitOps tools
+// and `kubectl wait --for=condition=Ready`. It reads the Held condition set just before;
+// a Held reason it does not know reads as not ready.
+func setReadyCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease) {
+	c := metav1.Condition{Type: fencingv1.ConditionReady, ObservedGeneration: fl.Generation, Status: metav1.ConditionFalse}
+	held := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld)
+	c.Reason, c.Message = held.Reason, held.Message
+	switch {
+	case held.Reason == fencingv1.ReasonGranted && st.Holder.FirstRenewTime == nil:
+		c.Reason = fencingv1.ReasonHolderStarting
+		c.Message = fmt.Sprintf("pod %s is granted token %d and has not renewed yet (startup deadline %ds)",
+			st.Holder.PodName, st.Holder.Token, st.Holder.StartupDeadlineSeconds)
+	case held.Reason == fencingv1.ReasonGranted:
+		c.Status, c.Reason = metav1.ConditionTrue, fencingv1.ReasonHeld
+	case held.Reason == fencingv1.ReasonSuspended:
+		c.Status = metav1.ConditionTrue
+	case held.Reason == fencingv1.ReasonNoCandidates && st.Waiting == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, fencingv1.ReasonIdle, "nobody holds the grant and nobody is waiting"
+	case held.Reason == fencingv1.ReasonNoCandidates:
+		c.Reason = fencingv1.ReasonWaiting
+		c.Message = fmt.Sprintf("%d pod(s) waiting and nobody holds the grant", st.Waiting)
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Builds the control plane the tests run from Go modules into $1 (default
-# bin/k8s/<version>): etcd; kube-apiserver, kube-scheduler and kube-controller-manager as one
-# multi-call binary `kube` with a link per command (the Kubernetes packages they share are
-# compiled and linked once); and kwok, which plays the nodes. setup-envtest downloads
-# prebuilt binaries, which a machine without general internet access cannot do; the Go
-# module proxy is reachable. A binary already present is kept, so a warm run costs nothing.
+# Puts the control plane the tests run into $1 (default bin/k8s/<version>): etcd and
+# kube-apiserver, kube-scheduler and kube-controller-manager, and kwok, which plays the nodes.
+#
+# First it asks setup-envtest (built from hack/tools) to download etcd and kube-apiserver
+# for the same minor version: seconds, where the internet is reachable. Where it is not
+# (only the Go module proxy), it builds them from Go modules instead (kube-apiserver takes
+# ~10 min cold on 2 cores). kube-scheduler and kube-controller-manager are always built (no
+# prebuilt envtest binaries exist for them), as one multi-call binary with a link per
+# command, as is kwok. It says which it did. A binary already present is kept, so a warm
+# run costs nothing. ENVTEST_DOWNLOAD=0 skips the download; ENVTEST_INDEX names another
+# setup-envtest index.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,23 +20,57 @@ out=${1:-$here/../../bin/k8s/$version}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-build() { # name dir package
+build() { # name dir package [go build flags]
   local name=$1 dir=$2 pkg=$3
+  shift 3
   if [[ -x "$out/$name" ]]; then
     return
   fi
   echo ">> building $name into $out (first time only; kube takes ~10 min cold on 2 cores)" >&2
   local start=$SECONDS
-  (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -o "$out/$name.tmp" "$pkg")
+  (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath "$@" -o "$out/$name.tmp" "$pkg")
   mv "$out/$name.tmp" "$out/$name"
   echo ">> built $name in $((SECONDS - start))s" >&2
 }
 
+# download fetches etcd and kube-apiserver with setup-envtest; false when it cannot.
+download() {
+  local tools="$here/../tools" setup="$here/../../bin/setup-envtest" tmp got
+  [[ -x "$setup" ]] || (cd "$tools" && go build -o "$setup" sigs.k8s.io/controller-runtime/tools/setup-envtest) || return 1
+  tmp=$(mktemp -d)
+  if ! got=$(timeout 300 "$setup" use "${version%.*}.x" --bin-dir "$tmp" -p path ${ENVTEST_INDEX:+--index "$ENVTEST_INDEX"} 2>"$tmp/err") ||
+    [[ ! -x "$got/etcd" || ! -x "$got/kube-apiserver" ]]; then
+    echo ">> setup-envtest could not download ${version%.*}.x: $(tail -n 1 "$tmp/err")" >&2
+    rm -rf "$tmp"
+    return 1
+  fi
+  for bin in etcd kube-apiserver; do
+    [[ -x "$out/$bin" ]] || cp "$got/$bin" "$out/$bin"
+  done
+  rm -rf "$tmp"
+  echo ">> downloaded etcd and kube-apiserver ($(basename "$got")) with setup-envtest into $out" >&2
+}
+
+if [[ ! -e "$out/kube-apiserver" || ! -e "$out/etcd" ]]; then
+  if [[ "${ENVTEST_DOWNLOAD:-1}" != 0 ]] && download; then
+    :
+  else
+    echo ">> building etcd and kube-apiserver from Go modules instead" >&2
+  fi
+fi
 build etcd etcd go.etcd.io/etcd/server/v3
-build kube kubernetes ./kube
-build kwok kwok sigs.k8s.io/kwok/cmd/kwok
 # envtest and test/cluster find each command by its own name.
-for cmd in kube-apiserver kube-scheduler kube-controller-manager; do
-  ln -sfn kube "$out/$cmd"
+if [[ -f "$out/kube-apiserver" && ! -L "$out/kube-apiserver" ]]; then
+  # kube-apiserver was downloaded: build the rest without it, unless a full kube is here.
+  nodes=kube
+  [[ -x "$out/kube" ]] || { nodes=kube-nodes; build kube-nodes kubernetes ./kube -tags=noapiserver; }
+else
+  build kube kubernetes ./kube
+  ln -sfn kube "$out/kube-apiserver"
+  nodes=kube
+fi
+for cmd in kube-scheduler kube-controller-manager; do
+  ln -sfn "$nodes" "$out/$cmd"
 done
+build kwok kwok sigs.k8s.io/kwok/cmd/kwok
 echo "$out"

@@ -21,9 +21,11 @@ func (m *Metrics) count(resource string, accepted bool) {
 	if m == nil {
 		return
 	}
-	result := "stale"
+	accept, stale := m.writes.WithLabelValues(resource, "accepted"), m.writes.WithLabelValues(resource, "stale")
+	// Both exist once a resource is seen, so increase() sees its first stale write.
 	if accepted {
-		result = "accepted"
+		accept.Inc()
+	} else {
+		stale.Inc()
 	}
-	m.writes.WithLabelValues(resource, result).Inc()
 }

@@ -111,6 +111,7 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 	if err := cfg.defaults(lease); err != nil {
 		return nil, err
 	}
+	cfg.Metrics.start(&cfg)
 	h := &Holder{cfg: cfg, done: make(chan struct{}), draining: make(chan struct{}), lease: lease}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
 	sent, err := h.renew(ctx)
@@ -218,7 +219,7 @@ func (h *Holder) loop(sent time.Time) {
 			attempt, cancel := context.WithTimeout(h.ctx, left)
 			s, err := h.renew(attempt)
 			cancel()
-			h.cfg.Metrics.renewed(err)
+			h.cfg.Metrics.renewed(&h.cfg, err)
 			if err == nil {
 				sent = s
 				break
@@ -303,7 +304,7 @@ func (h *Holder) drain(successor string) {
 func (h *Holder) end(reason error) {
 	h.lost.Do(func() {
 		h.cancel(reason)
-		h.cfg.Metrics.lostFor(reason)
+		h.cfg.Metrics.lostFor(&h.cfg, reason)
 		if h.cfg.OnLost != nil {
 			h.cfg.OnLost(reason)
 		}

@@ -2,6 +2,7 @@ package holder_test
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -23,6 +24,28 @@ const (
 )
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+// counter is the value of the counter name with exactly these labels in reg, or -1.
+func counter(reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	GinkgoHelper()
+	families, err := reg.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if maps.Equal(got, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
 
 // lostAt records when OnLost ran and why.
 type lostAt struct {
@@ -72,6 +95,8 @@ var _ = Describe("pkg/holder", func() {
 			g.Expect(holderOf(g, ns)).To(Equal("a/1"))
 			g.Expect(h.Err()).To(Succeed())
 		}).WithTimeout(4 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		Expect(counter(reg, "fencedlease_holder_renewals_total", map[string]string{"namespace": ns, "name": "invoices", "result": "ok"})).
+			To(BeNumerically(">=", 1), "renewals are counted under the lease's namespace and name")
 	})
 
 	It("refuses to start for a grant it does not hold", func() {

@@ -45,7 +45,7 @@ var Controllers = []string{
 	"job-controller", "cronjob-controller", "deployment-controller", "replicaset-controller",
 	"statefulset-controller", "garbage-collector-controller", "node-lifecycle-controller",
 	"taint-eviction-controller", "namespace-controller", "pod-garbage-collector-controller",
-	"serviceaccount-controller",
+	"serviceaccount-controller", "disruption-controller",
 }
 
 // Options shape a cluster.

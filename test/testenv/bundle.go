@@ -3,15 +3,14 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
+
+	"github.com/fencedlease/fencedlease/hack/manifest"
 )
 
 // OperatorUser is the operator's user as dist/install.yaml deploys it.
@@ -20,23 +19,11 @@ const OperatorUser = "system:serviceaccount:fencedlease-system:fencedlease-contr
 // BundleObjects reads dist/install.yaml, the install bundle as shipped, and returns its
 // objects whose kind is not in skip, in the bundle's order.
 func BundleObjects(skip ...string) ([]*unstructured.Unstructured, error) {
-	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "dist", "install.yaml"))
+	objs, err := manifest.Read(filepath.Join(RepoRoot(), "dist", "install.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	var out []*unstructured.Unstructured
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		obj := map[string]any{}
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			return nil, fmt.Errorf("dist/install.yaml: %w", err)
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		if len(obj) == 0 || slices.Contains(skip, u.GetKind()) {
-			continue
-		}
-		out = append(out, u)
-	}
-	return out, nil
+	return slices.DeleteFunc(objs, func(u *unstructured.Unstructured) bool { return slices.Contains(skip, u.GetKind()) }), nil
 }
 
 // InstallBundle creates the bundle's objects but those of the kinds in skip.

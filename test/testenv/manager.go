@@ -46,12 +46,15 @@ type Manager struct {
 	Cmd    *exec.Cmd
 	Stderr *LockedBuffer
 
+	// MetricsAddr is where /metrics is served (host:port).
+	MetricsAddr string
+
 	metrics string
 	done    chan struct{}
 }
 
-// StartManager runs bin with args (a metrics address is added) as user name, a cluster
-// admin of env. It is killed when the test ends.
+// StartManager runs bin with args (a metrics address is added; /metrics is plain HTTP unless
+// args say --metrics-secure) as user name, a cluster admin of env. It is killed when the test ends.
 func StartManager(t testing.TB, env *envtest.Environment, bin, dir, name string, args ...string) *Manager {
 	t.Helper()
 	user, err := env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
@@ -67,8 +70,9 @@ func StartManager(t testing.TB, env *envtest.Environment, bin, dir, name string,
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	m := &Manager{Name: name, Stderr: &LockedBuffer{}, metrics: "http://" + addr + "/metrics", done: make(chan struct{})}
-	m.Cmd = exec.Command(bin, append(args, "--metrics-bind-address="+addr)...)
+	m := &Manager{Name: name, Stderr: &LockedBuffer{}, MetricsAddr: addr, metrics: "http://" + addr + "/metrics", done: make(chan struct{})}
+	// Plain HTTP, so tests scrape without a token; args may say otherwise (the last flag wins).
+	m.Cmd = exec.Command(bin, append([]string{"--metrics-secure=false"}, append(args, "--metrics-bind-address="+addr)...)...)
 	m.Cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
 	m.Cmd.Stderr = m.Stderr
 	if err := m.Cmd.Start(); err != nil {
