@@ -6,7 +6,8 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY api/ api/
 COPY cmd/ cmd/
-COPY config/crd/ config/crd/
+# config/: the CRD, the admission policies and the webhook configuration are embedded.
+COPY config/ config/
 COPY controllers/ controllers/
 COPY pkg/ pkg/
 ARG TARGETOS=linux
