@@ -11,12 +11,13 @@ import (
 )
 
 var (
-	enabled = flag.Bool("bench.enable", false, "Run the benchmark (make bench does); make test skips it.")
-	runs    = flag.Int("bench.runs", 3, "Runs of each failover measurement (the hand-off runs at least 5).")
-	mass    = flag.Int("bench.mass", 1000, "The large mass failover and burst size.")
-	scaleN  = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
-	waiting = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
-	only    = flag.String("bench.only", "grant,handoff,single,mass,burst,scale", "The measurements to run, comma-separated.")
+	enabled  = flag.Bool("bench.enable", false, "Run the benchmark (make bench does); make test skips it.")
+	runs     = flag.Int("bench.runs", 3, "Runs of each failover measurement (the hand-off runs at least 5).")
+	mass     = flag.Int("bench.mass", 1000, "The large mass failover and burst size.")
+	scaleN   = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
+	waiting  = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
+	only     = flag.String("bench.only", "grant,handoff,single,mass,burst,scale", "The measurements to run, comma-separated.")
+	memLimit = flag.String("bench.operator-memlimit", "256MiB", "GOMEMLIMIT for the operator binary, as the Deployment sets it from its memory limit; empty for none.")
 )
 
 func want(name string) bool { return slices.Contains(strings.Split(*only, ","), name) }

@@ -83,6 +83,8 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	observer := b.userClient("observer")
 	b.leases = watchLeases(ctx, observer)
 	b.holders = runHolders(ctx, b.userConfig("holders"))
+	// The operator's Go runtime keeps its heap under the limit the Deployment gives it.
+	t.Setenv("GOMEMLIMIT", *memLimit)
 	b.op = testenv.StartManager(t, env, testenv.BuildOperator(t, dir), dir, operatorUser,
 		"--leader-elect=false", "--webhook=false", "--health-probe-bind-address=0")
 	return b
