@@ -1,4 +1,5 @@
-// Command fencedlease runs the FencedLease operator, or with `agent` the renewal sidecar.
+// Command fencedlease runs the FencedLease operator; with `agent`, the renewal sidecar;
+// with `hold -- CMD`, CMD while the pod holds its grant.
 package main
 
 import (
@@ -27,6 +28,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "hold" {
+		code, err := runHold(os.Args[2:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fencedlease hold:", err)
+		}
+		os.Exit(code)
+	}
 	run := runManager
 	if len(os.Args) > 1 && os.Args[1] == "agent" {
 		run = func() error { return runAgent(os.Args[2:]) }

@@ -27,6 +27,10 @@ func TestDefaultRenewDeadlineIsTheLeaseLessTheDriftMargin(t *testing.T) {
 		{lease: 15, cfg: Config{RenewDeadline: 10 * time.Second}, deadline: 10 * time.Second, interval: 5 * time.Second},
 		{lease: 15, cfg: Config{RenewDeadline: 15 * time.Second}, wantRejection: true},
 		{lease: 15, cfg: Config{DriftMargin: 11 * time.Second}, wantRejection: true}, // deadline below the interval
+		// A supervised command's stop grace comes off the deadline (fencedlease hold).
+		{lease: 15, cfg: Config{StopGrace: 2 * time.Second}, deadline: 12250 * time.Millisecond, interval: 5 * time.Second},
+		{lease: 3, cfg: Config{StopGrace: 2 * time.Second}, wantRejection: true},                                       // 0.5 s left: below the interval
+		{lease: 15, cfg: Config{StopGrace: time.Second, RenewDeadline: 14500 * time.Millisecond}, wantRejection: true}, // the kill would land after the lease
 	} {
 		cfg := tc.cfg
 		err := cfg.defaults(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(tc.lease)}})

@@ -47,6 +47,10 @@ type Config struct {
 	// two clocks' rates to differ and for the workload to stop once told; default 5 % of
 	// the lease duration and at least 500 ms. Ignored when RenewDeadline is set.
 	DriftMargin time.Duration
+	// StopGrace is how long a supervised workload gets between SIGTERM and SIGKILL (see
+	// Exec): the default RenewDeadline is that much earlier, so the workload is killed
+	// before the operator may grant anyone else. Zero for a workload in this process.
+	StopGrace time.Duration
 	// RetryPeriod is the wait between failed attempts; default RenewInterval/4.
 	RetryPeriod time.Duration
 	// OnLost is called once, with the reason, when the grant ends for any reason.
@@ -132,13 +136,14 @@ func (c *Config) defaults(lease *coordinationv1.Lease) error {
 		c.RenewInterval = d / 3
 	}
 	if c.RenewDeadline == 0 {
-		c.RenewDeadline = d - c.margin(d)
+		c.RenewDeadline = d - c.margin(d) - c.StopGrace
 	}
 	if c.RetryPeriod == 0 {
 		c.RetryPeriod = c.RenewInterval / 4
 	}
-	if c.RenewDeadline >= d || c.RenewInterval >= c.RenewDeadline {
-		return fmt.Errorf("need RenewInterval (%v) < RenewDeadline (%v) < lease duration (%v)", c.RenewInterval, c.RenewDeadline, d)
+	if c.RenewDeadline+c.StopGrace >= d || c.RenewInterval >= c.RenewDeadline {
+		return fmt.Errorf("need RenewInterval (%v) < RenewDeadline (%v), and RenewDeadline + StopGrace (%v) < lease duration (%v)",
+			c.RenewInterval, c.RenewDeadline, c.StopGrace, d)
 	}
 	return nil
 }
