@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/holder"
 )
 
@@ -20,6 +21,11 @@ import (
 func runAgent(args []string) error {
 	fs := flag.NewFlagSet("agent", flag.ExitOnError)
 	probe := fs.Bool("probe", false, "Answer the startupProbe: succeed once the grant was renewed, then exit.")
+	var opts holder.AgentOptions
+	fs.StringVar(&opts.StateFile, "state-file", fencingv1.AgentStateFile,
+		"Where to keep the agent's view of the grant for the workload (JSON: state, token, local deadline); empty for none.")
+	fs.StringVar(&opts.Listen, "state-address", fencingv1.AgentStateAddress,
+		"Localhost address whose /state answers with the same JSON; empty for none.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -46,5 +52,5 @@ func runAgent(args []string) error {
 		defer cancel()
 		return holder.Probe(ctx, cfg)
 	}
-	return holder.RunAgent(ctrl.SetupSignalHandler(), cfg, log)
+	return holder.RunAgent(ctrl.SetupSignalHandler(), cfg, opts, log)
 }

@@ -59,4 +59,13 @@ const (
 
 	// AgentContainerName is the injected renewal sidecar.
 	AgentContainerName = "fencing-agent"
+
+	// AgentVolumeName is the in-memory emptyDir the agent shares with the workload's
+	// containers (read-only for them) at AgentMountPath; AgentStateFile is the agent's
+	// view of the grant there (JSON: state, token, local deadline), current even when the
+	// API server is unreachable. AgentStateAddress serves the same at /state.
+	AgentVolumeName   = "fencing-run"
+	AgentMountPath    = "/run/fencing"
+	AgentStateFile    = AgentMountPath + "/state"
+	AgentStateAddress = "127.0.0.1:8031"
 )

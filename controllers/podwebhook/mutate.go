@@ -36,15 +36,30 @@ func mutate(pod *corev1.Pod, lease, agentImage string) error {
 	if !hasGate(pod) {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate})
 	}
-	if err := ensureVolume(pod); err != nil {
+	if err := ensureVolume(pod, downwardVolume()); err != nil {
 		return err
 	}
-	if pod.Annotations[fencingv1.AgentAnnotation] == "true" && findContainer(pod.Spec.InitContainers, fencingv1.AgentContainerName) < 0 {
-		pod.Spec.InitContainers = append([]corev1.Container{agentContainer(agentImage)}, pod.Spec.InitContainers...)
+	agent := pod.Annotations[fencingv1.AgentAnnotation] == "true"
+	if agent {
+		if err := ensureVolume(pod, agentVolume()); err != nil {
+			return err
+		}
+		if findContainer(pod.Spec.InitContainers, fencingv1.AgentContainerName) < 0 {
+			pod.Spec.InitContainers = append([]corev1.Container{agentContainer(agentImage)}, pod.Spec.InitContainers...)
+		}
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			if err := inject(&list[i], lease); err != nil {
+				return err
+			}
+			if !agent {
+				continue
+			}
+			// The agent writes its state there; the workload only reads it.
+			mount := corev1.VolumeMount{Name: fencingv1.AgentVolumeName, MountPath: fencingv1.AgentMountPath,
+				ReadOnly: list[i].Name != fencingv1.AgentContainerName}
+			if err := ensureMount(&list[i], mount); err != nil {
 				return err
 			}
 		}
@@ -77,12 +92,17 @@ func inject(c *corev1.Container, lease string) error {
 			return fmt.Errorf("container %q already sets %s to something else; remove it: the operator injects it", c.Name, want.Name)
 		}
 	}
-	mount := corev1.VolumeMount{Name: fencingv1.VolumeName, MountPath: fencingv1.VolumeMountPath, ReadOnly: true}
+	return ensureMount(c, corev1.VolumeMount{Name: fencingv1.VolumeName, MountPath: fencingv1.VolumeMountPath, ReadOnly: true})
+}
+
+// ensureMount adds mount to c, or accepts it there already; a different mount of the
+// same volume or path is refused.
+func ensureMount(c *corev1.Container, mount corev1.VolumeMount) error {
 	for _, m := range c.VolumeMounts {
-		if m.MountPath == fencingv1.VolumeMountPath || m.Name == fencingv1.VolumeName {
+		if m.MountPath == mount.MountPath || m.Name == mount.Name {
 			if !equality.Semantic.DeepEqual(m, mount) {
 				return fmt.Errorf("container %q already mounts %s or volume %q; remove it: the operator mounts the fencing files there",
-					c.Name, fencingv1.VolumeMountPath, fencingv1.VolumeName)
+					c.Name, mount.MountPath, mount.Name)
 			}
 			return nil
 		}
@@ -91,16 +111,27 @@ func inject(c *corev1.Container, lease string) error {
 	return nil
 }
 
-func ensureVolume(pod *corev1.Pod) error {
+// downwardVolume holds the token and state annotations as files that follow them live.
+func downwardVolume() corev1.Volume {
 	file := func(name, annotation string) corev1.DownwardAPIVolumeFile {
 		return corev1.DownwardAPIVolumeFile{Path: name, FieldRef: &corev1.ObjectFieldSelector{
 			APIVersion: "v1", FieldPath: "metadata.annotations['" + annotation + "']",
 		}}
 	}
-	want := corev1.Volume{Name: fencingv1.VolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+	return corev1.Volume{Name: fencingv1.VolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items:       []corev1.DownwardAPIVolumeFile{file("token", fencingv1.TokenAnnotation), file("state", fencingv1.StateAnnotation)},
 		DefaultMode: ptr.To[int32](0o444),
 	}}}
+}
+
+// agentVolume is where the agent keeps its state file: in memory, and small.
+func agentVolume() corev1.Volume {
+	return corev1.Volume{Name: fencingv1.AgentVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
+	}}}
+}
+
+func ensureVolume(pod *corev1.Pod, want corev1.Volume) error {
 	for _, v := range pod.Spec.Volumes {
 		if v.Name == want.Name {
 			if !equality.Semantic.DeepEqual(v, want) {

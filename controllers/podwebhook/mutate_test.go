@@ -38,9 +38,28 @@ func TestMutateIsIdempotent(t *testing.T) {
 		t.Fatalf("want the agent first among %d init containers: %+v", n, p.Spec.InitContainers)
 	}
 	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-		if len(c.Env) != 4 || len(c.VolumeMounts) != 1 {
+		if len(c.Env) != 4 || len(c.VolumeMounts) != 2 {
 			t.Fatalf("container %s: env %v mounts %v", c.Name, c.Env, c.VolumeMounts)
 		}
+		// The agent's state folder: the agent writes it, the workload reads it.
+		run := c.VolumeMounts[1]
+		if run.Name != fencingv1.AgentVolumeName || run.MountPath != fencingv1.AgentMountPath || run.ReadOnly != (c.Name != fencingv1.AgentContainerName) {
+			t.Fatalf("container %s: state folder mount %+v", c.Name, run)
+		}
+	}
+	if len(p.Spec.Volumes) != 2 || p.Spec.Volumes[1].EmptyDir == nil || p.Spec.Volumes[1].EmptyDir.Medium != corev1.StorageMediumMemory {
+		t.Fatalf("volumes %+v", p.Spec.Volumes)
+	}
+}
+
+// Without the agent, no state folder: nothing writes it.
+func TestMutateWithoutAgentAddsNoStateFolder(t *testing.T) {
+	p := candidate()
+	if err := mutate(p, "invoices", "agent:v1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Spec.Volumes) != 1 || len(p.Spec.Containers[0].VolumeMounts) != 1 {
+		t.Fatalf("volumes %+v, mounts %+v", p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts)
 	}
 }
 
@@ -62,6 +81,10 @@ func TestMutateRefusals(t *testing.T) {
 		"mount clash": {func(p *corev1.Pod) {
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "other", MountPath: "/etc/fencing"}}
 		}, `container "a" already mounts /etc/fencing or volume "fencing"`},
+		"agent state folder clash": {func(p *corev1.Pod) {
+			p.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
+			p.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/run/fencing"}}
+		}, `container "b" already mounts /run/fencing or volume "fencing-run"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

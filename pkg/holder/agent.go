@@ -3,29 +3,52 @@ package holder
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 )
 
+// AgentOptions say where the agent publishes its AgentState.
+type AgentOptions struct {
+	// StateFile is written on every change (empty: none).
+	StateFile string
+	// Listen is a localhost address whose /state answers with the state (empty: none).
+	Listen string
+}
+
 // RunAgent is the renewal sidecar's loop, for workloads that do not link this package:
-// it holds the grant until ctx ends (the pod stops). When the grant is lost it logs why
-// and waits, rather than exiting: a restarted sidecar could not win the grant back, and
-// the workload sees the loss in /etc/fencing/state. A hand-off request is logged and
-// passed on by /etc/fencing/state showing Draining; the agent keeps renewing, because it
-// cannot know when the workload reached a safe point. The workload releases itself (it
-// may clear holderIdentity on its own Lease), or is revoked after the grace period.
-func RunAgent(ctx context.Context, cfg Config, log logr.Logger) error {
-	cfg.OnDraining = func(successor string) {
-		log.Info("asked to hand off to a newer revision; the workload should release at a safe point",
-			"lease", cfg.LeaseName, "token", cfg.Token, "successor", successor)
-	}
-	retry := time.Second
+// it holds the grant until ctx ends (the pod stops), and publishes what it knows (see
+// AgentState). When renewals fail past the deadline it says Lost and keeps trying: while
+// the Lease still names this pod and token the grant may still be its own (the operator
+// revokes only a lease later), and a confirmed renewal makes it Holding again. It stops
+// renewing only once the grant has certainly moved on (the Lease names someone else, or
+// was released). A hand-off request is logged and published as Draining; the agent keeps
+// renewing, because it cannot know when the workload reached a safe point. The workload
+// releases itself (it may clear holderIdentity on its own Lease), or is revoked after
+// the grace period.
+func RunAgent(ctx context.Context, cfg Config, opts AgentOptions, log logr.Logger) error {
 	c := cfg.Clock
 	if c == nil {
 		c = clock.RealClock{}
 	}
+	board := newStateBoard(opts.StateFile, cfg.Token, c, log)
+	if opts.Listen != "" {
+		if err := serveState(ctx, opts.Listen, board, log); err != nil {
+			return err
+		}
+	}
+	cfg.OnRenewed = func(deadline time.Time) { board.renewed(cfg.Token, deadline) }
+	cfg.OnDraining = func(successor string) {
+		log.Info("asked to hand off to a newer revision; the workload should release at a safe point",
+			"lease", cfg.LeaseName, "token", cfg.Token, "successor", successor)
+		st := board.get()
+		board.set(AgentDraining, cfg.Token, st.Deadline, "")
+	}
+	retry := time.Second
 	for {
 		h, err := Start(ctx, cfg)
 		if err == nil {
@@ -34,20 +57,44 @@ func RunAgent(ctx context.Context, cfg Config, log logr.Logger) error {
 			if ctx.Err() != nil {
 				return nil // the pod is stopping: leave the grant to expire or be released
 			}
-			log.Info("grant ended; renewals stopped", "reason", h.Err().Error())
+			err = h.Err()
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrRevoked), errors.Is(err, ErrReleased):
+			log.Info("the grant has moved on; nothing left to renew", "reason", err.Error())
+			board.set(AgentEnded, cfg.Token, nil, err.Error())
 			<-ctx.Done()
 			return nil
+		case errors.Is(err, ErrDeadline):
+			log.Info("no renewal confirmed before the deadline; the workload must stop; trying again while the grant may still be ours")
+			board.set(AgentLost, cfg.Token, nil, err.Error())
+		default:
+			log.Error(err, "confirming the grant; retrying", "in", retry)
 		}
-		if errors.Is(err, ErrRevoked) {
-			log.Info("not the holder of this grant; nothing to renew", "reason", err.Error())
-			<-ctx.Done()
-			return nil
-		}
-		log.Error(err, "confirming the grant; retrying", "in", retry)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.After(retry):
 		}
 	}
+}
+
+// serveState answers on addr/state until ctx ends.
+func serveState(ctx context.Context, addr string, board *stateBoard, log logr.Logger) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("the state endpoint: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/state", board)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	log.Info("serving the agent's state", "url", "http://"+l.Addr().String()+"/state")
+	return nil
 }

@@ -55,6 +55,10 @@ type Config struct {
 	RetryPeriod time.Duration
 	// OnLost is called once, with the reason, when the grant ends for any reason.
 	OnLost func(error)
+	// OnRenewed is called after every confirmed renewal (the first, in Start, too) with the
+	// new local deadline: the moment this holder gives up unless another is confirmed. It
+	// runs on the renewal goroutine and must not block.
+	OnRenewed func(deadline time.Time)
 	// OnDraining is called once, with the successor pod's name, when the operator asks
 	// this holder to hand off (see Draining). It runs on the renewal goroutine and must
 	// not block.
@@ -123,6 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 		h.cancel(err)
 		return nil, err
 	}
+	h.renewed(sent)
 	go h.loop(sent)
 	return h, nil
 }
@@ -205,6 +210,12 @@ const minDriftMargin = 500 * time.Millisecond
 
 const releaseAttempts = 5
 
+func (h *Holder) renewed(sent time.Time) {
+	if h.cfg.OnRenewed != nil {
+		h.cfg.OnRenewed(sent.Add(h.cfg.RenewDeadline))
+	}
+}
+
 // loop renews every RenewInterval and gives up at RenewDeadline after the last
 // confirmed renewal was sent.
 func (h *Holder) loop(sent time.Time) {
@@ -227,6 +238,7 @@ func (h *Holder) loop(sent time.Time) {
 			h.cfg.Metrics.renewed(&h.cfg, err)
 			if err == nil {
 				sent = s
+				h.renewed(sent)
 				break
 			}
 			if errors.Is(err, ErrRevoked) {

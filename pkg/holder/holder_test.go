@@ -165,7 +165,7 @@ var _ = Describe("pkg/holder", func() {
 		go func() {
 			done <- holder.RunAgent(agentCtx, holder.Config{
 				Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
-			}, logf.Log.WithName("agent"))
+			}, holder.AgentOptions{}, logf.Log.WithName("agent"))
 		}()
 		Consistently(func(g Gomega) {
 			g.Expect(holderOf(g, ns)).To(Equal("a/1"))

@@ -1,0 +1,101 @@
+package holder
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+)
+
+// The agent's states, as AgentState.State.
+const (
+	AgentStarting = "Starting" // confirming the grant with a first renewal
+	AgentHolding  = "Holding"
+	AgentDraining = "Draining" // asked to hand off: release at a safe point
+	AgentLost     = "Lost"     // no renewal confirmed before the deadline: stop; the agent keeps trying
+	AgentEnded    = "Ended"    // the grant moved on or was released: nothing left to renew
+)
+
+// AgentState is the agent's local view of the grant, for the workload: written to a file
+// (JSON, replaced atomically) and served on the agent's localhost endpoint. It is the
+// agent's own knowledge, so it stays current while the API server is unreachable, which
+// /etc/fencing/state (the kubelet copies it from the API server) does not.
+type AgentState struct {
+	State string `json:"state"`
+	Token int64  `json:"token"`
+	// Deadline, while Holding or Draining, is when the agent gives up unless a renewal is
+	// confirmed, on this node's clock: start no work that cannot finish before it.
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// Reason says why the state is Lost or Ended.
+	Reason string `json:"reason,omitempty"`
+	// Updated is when the agent wrote this.
+	Updated time.Time `json:"updated"`
+}
+
+// stateBoard holds the current AgentState and publishes each change.
+type stateBoard struct {
+	mu    sync.Mutex
+	cur   AgentState
+	path  string // "" writes no file
+	clock clock.PassiveClock
+	log   logr.Logger
+}
+
+func newStateBoard(path string, token int64, c clock.PassiveClock, log logr.Logger) *stateBoard {
+	b := &stateBoard{path: path, clock: c, log: log}
+	if path != "" {
+		if _, err := os.Stat(filepath.Dir(path)); err != nil {
+			log.Info("no folder for the state file; the workload can read the state on the endpoint only", "path", path, "error", err.Error())
+			b.path = ""
+		}
+	}
+	b.set(AgentStarting, token, nil, "")
+	return b
+}
+
+// set publishes a state; a nil deadline clears it.
+func (b *stateBoard) set(state string, token int64, deadline *time.Time, reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cur = AgentState{State: state, Token: token, Deadline: deadline, Reason: reason, Updated: b.clock.Now()}
+	if b.path == "" {
+		return
+	}
+	raw, _ := json.Marshal(b.cur)
+	tmp := b.path + ".tmp"
+	if err := os.WriteFile(tmp, append(raw, '\n'), 0o644); err != nil {
+		b.log.Error(err, "writing the state file", "path", b.path)
+		return
+	}
+	if err := os.Rename(tmp, b.path); err != nil {
+		b.log.Error(err, "writing the state file", "path", b.path)
+	}
+}
+
+// renewed moves the deadline, keeping Draining once asked.
+func (b *stateBoard) renewed(token int64, deadline time.Time) {
+	b.mu.Lock()
+	state := b.cur.State
+	b.mu.Unlock()
+	if state != AgentDraining {
+		state = AgentHolding
+	}
+	b.set(state, token, &deadline, "")
+}
+
+func (b *stateBoard) get() AgentState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur
+}
+
+// ServeHTTP answers GET with the current state as JSON.
+func (b *stateBoard) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(b.get())
+}
