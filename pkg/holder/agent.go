@@ -37,8 +37,9 @@ func RunAgent(ctx context.Context, cfg Config, opts AgentOptions, log logr.Logge
 	}
 	board := newStateBoard(opts.StateFile, cfg.Token, c, log)
 	if opts.Listen != "" {
+		// A port the workload took must not cost the grant: the file still works.
 		if err := serveState(ctx, opts.Listen, board, log); err != nil {
-			return err
+			log.Error(err, "not serving the state endpoint; the state file still works", "address", opts.Listen)
 		}
 	}
 	cfg.OnRenewed = func(deadline time.Time) { board.renewed(cfg.Token, deadline) }
