@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -12,14 +13,14 @@ import (
 
 // Metrics are the controller's Prometheus series. Only gauges carry a FencedLease's
 // namespace and name (and are dropped with it); counters and histograms are aggregate, so
-// the number of series does not grow with the number of FencedLeases beyond three per lease.
+// the series grow by two per FencedLease, three while one is not Ready.
 type Metrics struct {
 	grants      prometheus.Counter
 	revocations *prometheus.CounterVec
 	releases    *prometheus.CounterVec
 	token       *prometheus.GaugeVec
 	waiting     *prometheus.GaugeVec
-	ready       *prometheus.GaugeVec
+	notReady    *prometheus.GaugeVec
 	grantWait   prometheus.Histogram
 	lateness    prometheus.Histogram
 }
@@ -44,9 +45,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fencedlease_waiting_pods", Help: "Candidate pods waiting for a grant.",
 		}, flLabels),
-		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "fencedlease_ready", Help: "1 while the Ready condition is True (held by a pod that renewed, idle, or suspended as asked), else 0.",
-		}, flLabels),
+		notReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fencedlease_not_ready",
+			Help: "1, with the reason, while the Ready condition is False; no series while it is True (held by a pod that renewed, idle, or suspended as asked).",
+		}, append(flLabels, "reason")),
 		grantWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fencedlease_grant_wait_seconds",
 			Help:    "Time from a pod's creation to its grant, all FencedLeases.",
@@ -67,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.releases.WithLabelValues(reason)
 	}
 	if reg != nil {
-		reg.MustRegister(m.grants, m.revocations, m.releases, m.token, m.waiting, m.ready, m.grantWait, m.lateness)
+		reg.MustRegister(m.grants, m.revocations, m.releases, m.token, m.waiting, m.notReady, m.grantWait, m.lateness)
 	}
 	return m
 }
@@ -91,11 +93,12 @@ func (m *Metrics) released(reason string) {
 func (m *Metrics) setStatus(k types.NamespacedName, st fencingv1.FencedLeaseStatus) {
 	m.token.WithLabelValues(k.Namespace, k.Name).Set(float64(st.FencingToken))
 	m.waiting.WithLabelValues(k.Namespace, k.Name).Set(float64(st.Waiting))
-	ready := 0.0
-	if meta.IsStatusConditionTrue(st.Conditions, fencingv1.ConditionReady) {
-		ready = 1
+	// Sparse: a FencedLease that works costs no series here, so /metrics stays small at
+	// 10,000; one that does not is there with its reason.
+	m.notReady.DeletePartialMatch(prometheus.Labels{"namespace": k.Namespace, "name": k.Name})
+	if c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+		m.notReady.WithLabelValues(k.Namespace, k.Name, c.Reason).Set(1)
 	}
-	m.ready.WithLabelValues(k.Namespace, k.Name).Set(ready)
 }
 
 // forget drops the series of a FencedLease that is gone.
@@ -103,5 +106,5 @@ func (m *Metrics) forget(k types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": k.Namespace, "name": k.Name}
 	m.token.DeletePartialMatch(labels)
 	m.waiting.DeletePartialMatch(labels)
-	m.ready.DeletePartialMatch(labels)
+	m.notReady.DeletePartialMatch(labels)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -40,13 +41,55 @@ func TestMetricsSeriesDoNotGrowWithFencedLeases(t *testing.T) {
 	}
 	perLease, total := series()
 	// Aggregate: grants, 5 revocation and 3 release reasons, 2 histograms.
-	if perLease != 300 || total != 300+11 {
-		t.Fatalf("100 FencedLeases: %d per-lease series of %d; want 300 (three gauges each) of 311", perLease, total)
+	if perLease != 200 || total != 200+11 {
+		t.Fatalf("100 FencedLeases: %d per-lease series of %d; want 200 (two gauges each) of 211", perLease, total)
 	}
 	for i := range 100 {
 		m.forget(types.NamespacedName{Namespace: "ns", Name: "fl-" + string(rune('a'+i%26)) + string(rune('a'+i/26))})
 	}
 	if perLease, _ := series(); perLease != 0 {
 		t.Fatalf("%d series left of deleted FencedLeases", perLease)
+	}
+}
+
+// fencedlease_not_ready exists only while Ready is False, with the reason.
+func TestNotReadyIsSparse(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	k := types.NamespacedName{Namespace: "ns", Name: "fl"}
+	notReady := func() map[string]float64 {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, f := range families {
+			if f.GetName() != "fencedlease_not_ready" {
+				continue
+			}
+			for _, s := range f.GetMetric() {
+				for _, l := range s.GetLabel() {
+					if l.GetName() == "reason" {
+						out[l.GetValue()] = s.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return out
+	}
+	status := func(ready metav1.ConditionStatus, reason string) fencingv1.FencedLeaseStatus {
+		return fencingv1.FencedLeaseStatus{Conditions: []metav1.Condition{{Type: fencingv1.ConditionReady, Status: ready, Reason: reason}}}
+	}
+	m.setStatus(k, status(metav1.ConditionFalse, fencingv1.ReasonHolderStarting))
+	if got := notReady(); len(got) != 1 || got[fencingv1.ReasonHolderStarting] != 1 {
+		t.Fatalf("starting: %v", got)
+	}
+	m.setStatus(k, status(metav1.ConditionFalse, fencingv1.ReasonLeaseConflict))
+	if got := notReady(); len(got) != 1 || got[fencingv1.ReasonLeaseConflict] != 1 {
+		t.Fatalf("a new reason must replace the old one: %v", got)
+	}
+	m.setStatus(k, status(metav1.ConditionTrue, fencingv1.ReasonHeld))
+	if got := notReady(); len(got) != 0 {
+		t.Fatalf("ready: %v", got)
 	}
 }

@@ -101,6 +101,15 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 		return c.Get(ctx, client.ObjectKeyFromObject(pod), pod) == nil && pod.Annotations[fencingv1.TokenAnnotation] == "1"
 	})
 
+	// p1 is granted and has not renewed: its FencedLease is not Ready, the only time
+	// fencedlease_not_ready has a series. Scrape it now.
+	have := map[string]bool{}
+	poll(t, ctx, "the not-Ready series of a starting holder", func() bool {
+		page, err := scrape("http://" + metricsAddr + "/metrics")
+		addNames(have, page)
+		return err == nil && have["fencedlease_not_ready"]
+	})
+
 	// The holder renews as p1 would: its bound service-account token names the pod (and,
 	// this control plane having no RBAC for it, it is an admin: the policies still apply).
 	reg := prometheus.NewRegistry()
@@ -124,7 +133,6 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 		t.Fatalf("stale write: %v", err)
 	}
 
-	have := map[string]bool{}
 	poll(t, ctx, "the operator to lead", func() bool {
 		page, err := scrape("http://" + metricsAddr + "/metrics")
 		addNames(have, page)
