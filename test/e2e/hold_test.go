@@ -51,15 +51,7 @@ func TestHold(t *testing.T) {
 
 	dir := t.TempDir()
 	bin := testenv.BuildOperator(t, dir)
-	user, err := env.AddUser(envtest.User{Name: "shell", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, _ := user.KubeConfig()
-	path := filepath.Join(dir, "shell.kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := adminKubeconfig(t, env, dir)
 	hold := func(pod string, command ...string) *exec.Cmd {
 		args := append([]string{"hold", "--stop-grace=500ms", "--lease=invoices", "--namespace=" + ns, "--identity=" + pod, "--"}, command...)
 		cmd := exec.Command(bin, args...)
@@ -115,4 +107,22 @@ func TestHold(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("hold did not stop after the grant ended:\n%s", buf.String())
 	}
+}
+
+// adminKubeconfig writes a kubeconfig for a cluster admin of env, as a shell user has.
+func adminKubeconfig(t *testing.T, env *envtest.Environment, dir string) string {
+	t.Helper()
+	user, err := env.AddUser(envtest.User{Name: "shell", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "shell.kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// TestShellExample runs examples/shell/charge.sh under `fencedlease hold` against a real
+// PostgreSQL: holder a charges one customer and is paused (SIGSTOP) past its 2 s lease; the
+// operator revokes it and grants b, which charges everyone with token 2; a wakes and its
+// late charge is refused by the fence, so every customer is charged once.
+func TestShellExample(t *testing.T) {
+	dsn := testenv.StartPostgres(t)
+	env, cfg, c, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := context.Background()
+	const ns = "shell"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{Name: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Stop() })
+	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a", "b"} {
+		if err := c.Create(ctx, testenv.CandidatePod(ns, p, "invoices")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	bin := testenv.BuildOperator(t, dir)
+	kubeconfig := adminKubeconfig(t, env, dir)
+	script := filepath.Join(testenv.RepoRoot(), "examples", "shell", "charge.sh")
+	hold := func(pod string, step time.Duration) *exec.Cmd {
+		cmd := exec.Command(bin, "hold", "--stop-grace=500ms", "--lease=invoices", "--namespace="+ns, "--identity="+pod, "--", "sh", script)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "DSN="+dsn, "CUSTOMERS=acme globex",
+			"STEP_SECONDS="+strconv.Itoa(int(step.Seconds())), "FENCING_TOKEN=", "FENCING_LEASE_NAME=", "FENCING_LEASE_NAMESPACE=", "FENCING_HOLDER_IDENTITY=")
+		return cmd
+	}
+
+	a := hold("a", 3*time.Second)
+	var aOut testenv.LockedBuffer
+	a.Stdout, a.Stderr = &aOut, &aOut
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Process.Kill() })
+	waitFor(t, 30*time.Second, "a to charge acme", func() bool { return strings.Contains(aOut.String(), "charged acme for 2026-11 with token 1") })
+	m := regexp.MustCompile(`started as pid (\d+)`).FindStringSubmatch(aOut.String())
+	if m == nil {
+		t.Fatalf("no pid in:\n%s", aOut.String())
+	}
+	script1, _ := strconv.Atoi(m[1]) // the leader of its process group (hold starts it so)
+
+	step := func(s string) { t.Log(s) }
+	step("pausing holder a, the script and hold alike, past its lease")
+	_ = syscall.Kill(-script1, syscall.SIGSTOP)
+	_ = a.Process.Signal(syscall.SIGSTOP)
+	waitFor(t, 30*time.Second, "b to be granted token 2", func() bool {
+		fl := &fencingv1.FencedLease{}
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, fl) == nil && fl.Status.Holder != nil &&
+			fl.Status.Holder.PodName == "b" && fl.Status.Holder.Token == 2
+	})
+
+	step("holder b charges everyone with token 2")
+	if out, err := hold("b", 0).CombinedOutput(); err != nil || !strings.Contains(string(out), "charged globex for 2026-11 with token 2") {
+		t.Fatalf("holder b: %v\n%s", err, out)
+	}
+
+	step("a's script wakes first (its hold still paused) and tries its late charge")
+	_ = syscall.Kill(-script1, syscall.SIGCONT)
+	waitFor(t, 30*time.Second, "a's late write to be refused", func() bool {
+		return strings.Contains(aOut.String(), "stale fencing token 1 for invoices/shell/invoices")
+	})
+	_ = a.Process.Signal(syscall.SIGCONT)
+	if err := a.Wait(); err == nil {
+		t.Errorf("holder a's hold exited 0 after its write was refused:\n%s", aOut.String())
+	}
+
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	charges := map[string]int64{}
+	rows, err := db.QueryContext(ctx, `SELECT customer, token FROM charges WHERE period = '2026-11'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var customer string
+		var token int64
+		if err := rows.Scan(&customer, &token); err != nil {
+			t.Fatal(err)
+		}
+		charges[customer] = token
+	}
+	if len(charges) != 2 || charges["acme"] != 1 || charges["globex"] != 2 {
+		t.Errorf("charges %v: want acme by token 1 (before the pause) and globex by token 2, each once", charges)
+	}
+	var highest int64
+	if err := db.QueryRowContext(ctx, `SELECT token FROM fencing_tokens WHERE resource = 'invoices/shell/invoices'`).Scan(&highest); err != nil || highest != 2 {
+		t.Errorf("the fence holds %d (%v), want 2", highest, err)
+	}
+}
