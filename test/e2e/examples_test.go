@@ -16,29 +16,57 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// TestShellExample runs examples/shell/charge.sh under `fencedlease hold` against a real
-// PostgreSQL: holder a charges one customer and is paused (SIGSTOP) past its 2 s lease; the
-// operator revokes it and grants b, which charges everyone with token 2; a wakes and its
-// late charge is refused by the fence, so every customer is charged once.
-func TestShellExample(t *testing.T) {
+// TestExamples runs the non-Go examples under `fencedlease hold` against a real PostgreSQL
+// (examples/shell/charge.sh, examples/python/charge.py): holder a charges one customer and
+// is paused (SIGSTOP) past its 2 s lease; the operator revokes it and grants b, which
+// charges everyone with token 2; a wakes and its late charge is refused by the fence, so
+// every customer is charged once.
+func TestExamples(t *testing.T) {
 	dsn := testenv.StartPostgres(t)
 	env, cfg, c, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
+	dir := t.TempDir()
+	bin := testenv.BuildOperator(t, dir)
+	kubeconfig := adminKubeconfig(t, env, dir)
+	python := "/usr/bin/python3" // Debian's, where python3-psycopg2 installs
+	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {
+		t.Fatalf("the Python example needs %s with psycopg2 (apt-get install python3-psycopg2; .ci/run does): %v\n%s", python, err, out)
+	}
+	ex := example{c: c, cfg: cfg, dsn: dsn, bin: bin, kubeconfig: kubeconfig}
+	t.Run("shell", func(t *testing.T) {
+		ex.run(t, "shell", "2026-11", "sh", filepath.Join(testenv.RepoRoot(), "examples", "shell", "charge.sh"))
+	})
+	t.Run("python", func(t *testing.T) {
+		ex.run(t, "python", "2026-12", python, filepath.Join(testenv.RepoRoot(), "examples", "python", "charge.py"))
+	})
+}
+
+type example struct {
+	c          client.Client
+	cfg        *rest.Config
+	dsn, bin   string
+	kubeconfig string
+}
+
+// run plays the pause-and-late-write story with the example command in namespace ns,
+// charging for period.
+func (e example) run(t *testing.T, ns, period string, command ...string) {
 	ctx := context.Background()
-	const ns = "shell"
+	c, dsn := e.c, e.dsn
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	op, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{Name: "operator"})
+	op, err := testenv.StartController(e.cfg, ns, testenv.ControllerOptions{Name: "operator-" + ns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +80,10 @@ func TestShellExample(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	bin := testenv.BuildOperator(t, dir)
-	kubeconfig := adminKubeconfig(t, env, dir)
-	script := filepath.Join(testenv.RepoRoot(), "examples", "shell", "charge.sh")
 	hold := func(pod string, step time.Duration) *exec.Cmd {
-		cmd := exec.Command(bin, "hold", "--stop-grace=500ms", "--lease=invoices", "--namespace="+ns, "--identity="+pod, "--", "sh", script)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "DSN="+dsn, "CUSTOMERS=acme globex",
+		args := append([]string{"hold", "--stop-grace=500ms", "--lease=invoices", "--namespace=" + ns, "--identity=" + pod, "--"}, command...)
+		cmd := exec.Command(e.bin, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig, "DSN="+dsn, "CUSTOMERS=acme globex", "PERIOD="+period,
 			"STEP_SECONDS="+strconv.Itoa(int(step.Seconds())), "FENCING_TOKEN=", "FENCING_LEASE_NAME=", "FENCING_LEASE_NAMESPACE=", "FENCING_HOLDER_IDENTITY=")
 		return cmd
 	}
@@ -70,7 +95,7 @@ func TestShellExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Process.Kill() })
-	waitFor(t, 30*time.Second, "a to charge acme", func() bool { return strings.Contains(aOut.String(), "charged acme for 2026-11 with token 1") })
+	waitFor(t, 30*time.Second, "a to charge acme", func() bool { return strings.Contains(aOut.String(), "charged acme for "+period+" with token 1") })
 	m := regexp.MustCompile(`started as pid (\d+)`).FindStringSubmatch(aOut.String())
 	if m == nil {
 		t.Fatalf("no pid in:\n%s", aOut.String())
@@ -88,14 +113,14 @@ func TestShellExample(t *testing.T) {
 	})
 
 	step("holder b charges everyone with token 2")
-	if out, err := hold("b", 0).CombinedOutput(); err != nil || !strings.Contains(string(out), "charged globex for 2026-11 with token 2") {
+	if out, err := hold("b", 0).CombinedOutput(); err != nil || !strings.Contains(string(out), "charged globex for "+period+" with token 2") {
 		t.Fatalf("holder b: %v\n%s", err, out)
 	}
 
 	step("a's script wakes first (its hold still paused) and tries its late charge")
 	_ = syscall.Kill(-script1, syscall.SIGCONT)
 	waitFor(t, 30*time.Second, "a's late write to be refused", func() bool {
-		return strings.Contains(aOut.String(), "stale fencing token 1 for invoices/shell/invoices")
+		return strings.Contains(aOut.String(), "stale fencing token 1 for invoices/"+ns+"/invoices")
 	})
 	_ = a.Process.Signal(syscall.SIGCONT)
 	if err := a.Wait(); err == nil {
@@ -108,7 +133,7 @@ func TestShellExample(t *testing.T) {
 	}
 	defer db.Close()
 	charges := map[string]int64{}
-	rows, err := db.QueryContext(ctx, `SELECT customer, token FROM charges WHERE period = '2026-11'`)
+	rows, err := db.QueryContext(ctx, `SELECT customer, token FROM charges WHERE period = $1`, period)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +149,7 @@ func TestShellExample(t *testing.T) {
 		t.Errorf("charges %v: want acme by token 1 (before the pause) and globex by token 2, each once", charges)
 	}
 	var highest int64
-	if err := db.QueryRowContext(ctx, `SELECT token FROM fencing_tokens WHERE resource = 'invoices/shell/invoices'`).Scan(&highest); err != nil || highest != 2 {
+	if err := db.QueryRowContext(ctx, `SELECT token FROM fencing_tokens WHERE resource = $1`, "invoices/"+ns+"/invoices").Scan(&highest); err != nil || highest != 2 {
 		t.Errorf("the fence holds %d (%v), want 2", highest, err)
 	}
 }
