@@ -62,19 +62,7 @@ func (f *flakyReader) List(ctx context.Context, l client.ObjectList, opts ...cli
 }
 
 func TestEveryFencedLeaseIsQueuedWhenTheServerIsBack(t *testing.T) {
-	s := runtime.NewScheme()
-	_ = fencingv1.AddToScheme(s)
-	var objs []client.Object
-	for _, n := range []string{"a", "b", "c"} {
-		objs = append(objs, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n}})
-	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
-	server := &flakyReader{Reader: c}
-	rc := newRecovery(server, c)
-	rc.interval = 10 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = rc.Start(ctx) }()
+	rc, server := runningRecovery(t, 0, "a", "b", "c")
 
 	time.Sleep(50 * time.Millisecond)
 	if len(rc.events) != 0 {
@@ -104,17 +92,8 @@ func TestEveryFencedLeaseIsQueuedWhenTheServerIsBack(t *testing.T) {
 // answers at once shows the server is up: nothing is queued on top of the retries already
 // due (at 10,000 FencedLeases that herd kept the queue full).
 func TestASlowServerIsNotAnOutage(t *testing.T) {
-	s := runtime.NewScheme()
-	_ = fencingv1.AddToScheme(s)
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
-		&fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}).Build()
-	server := &flakyReader{Reader: c}
+	rc, server := runningRecovery(t, 0, "a")
 	server.up.Store(true)
-	rc := newRecovery(server, c)
-	rc.interval = 10 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = rc.Start(ctx) }()
 
 	rc.observe(fmt.Errorf("reading: %w", context.DeadlineExceeded))
 	time.Sleep(100 * time.Millisecond)
@@ -129,18 +108,9 @@ func TestASlowServerIsNotAnOutage(t *testing.T) {
 // An overloaded server that does not answer the probe in time is slow, not gone: when it
 // answers again, nothing is queued on top of the retries already due.
 func TestAProbeThatTimesOutIsNotAnOutage(t *testing.T) {
-	s := runtime.NewScheme()
-	_ = fencingv1.AddToScheme(s)
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
-		&fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}).Build()
-	server := &flakyReader{Reader: c}
+	rc, server := runningRecovery(t, 20*time.Millisecond, "a")
+	server.slow.Store(true) // before up: the very first probes time out
 	server.up.Store(true)
-	server.slow.Store(true)
-	rc := newRecovery(server, c)
-	rc.interval, rc.probeTimeout = 10*time.Millisecond, 20*time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = rc.Start(ctx) }()
 
 	rc.observe(fmt.Errorf("reading: %w", context.DeadlineExceeded))
 	time.Sleep(150 * time.Millisecond) // several probes time out
@@ -152,4 +122,27 @@ func TestAProbeThatTimesOutIsNotAnOutage(t *testing.T) {
 	if rc.outage.Load() {
 		t.Fatal("the outage is still marked")
 	}
+}
+
+// runningRecovery starts a recovery probing every 10 ms (with probeTimeout, or the default
+// when 0) against a server in front of a fake client holding FencedLeases of these names in
+// namespace ns; it stops with t.
+func runningRecovery(t *testing.T, probeTimeout time.Duration, names ...string) (*recovery, *flakyReader) {
+	s := runtime.NewScheme()
+	_ = fencingv1.AddToScheme(s)
+	var objs []client.Object
+	for _, n := range names {
+		objs = append(objs, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n}})
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	server := &flakyReader{Reader: c}
+	rc := newRecovery(server, c)
+	rc.interval = 10 * time.Millisecond
+	if probeTimeout > 0 {
+		rc.probeTimeout = probeTimeout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = rc.Start(ctx) }()
+	return rc, server
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"database/sql"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,29 +60,10 @@ type example struct {
 func (e example) run(t *testing.T, ns, period string, command ...string) {
 	ctx := context.Background()
 	c, dsn := e.c, e.dsn
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	op, err := testenv.StartController(e.cfg, ns, testenv.ControllerOptions{Name: "operator-" + ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = op.Stop() })
-	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
-		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 2}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"a", "b"} {
-		if err := c.Create(ctx, testenv.CandidatePod(ns, p, "invoices")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	candidates(t, c, e.cfg, ns, 2)
 	hold := func(pod string, step time.Duration) *exec.Cmd {
-		args := append([]string{"hold", "--stop-grace=500ms", "--lease=invoices", "--namespace=" + ns, "--identity=" + pod, "--"}, command...)
-		cmd := exec.Command(e.bin, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig, "DSN="+dsn, "CUSTOMERS=acme globex", "PERIOD="+period,
-			"STEP_SECONDS="+strconv.Itoa(int(step.Seconds())), "FENCING_TOKEN=", "FENCING_LEASE_NAME=", "FENCING_LEASE_NAMESPACE=", "FENCING_HOLDER_IDENTITY=")
-		return cmd
+		return holdCommand(e.bin, e.kubeconfig, ns, pod, []string{"DSN=" + dsn, "CUSTOMERS=acme globex", "PERIOD=" + period,
+			"STEP_SECONDS=" + strconv.Itoa(int(step.Seconds()))}, command...)
 	}
 
 	a := hold("a", 3*time.Second)

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -31,32 +32,12 @@ func TestHold(t *testing.T) {
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx := context.Background()
 	const ns = "hold"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	op, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{Name: "operator"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = op.Stop() })
-	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
-		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 3}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"a", "b"} {
-		if err := c.Create(ctx, testenv.CandidatePod(ns, p, "invoices")); err != nil {
-			t.Fatal(err)
-		}
-	}
-
+	candidates(t, c, cfg, ns, 3)
 	dir := t.TempDir()
 	bin := testenv.BuildOperator(t, dir)
-	path := adminKubeconfig(t, env, dir)
+	kubeconfig := adminKubeconfig(t, env, dir)
 	hold := func(pod string, command ...string) *exec.Cmd {
-		args := append([]string{"hold", "--stop-grace=500ms", "--lease=invoices", "--namespace=" + ns, "--identity=" + pod, "--"}, command...)
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+path, "FENCING_TOKEN=", "FENCING_LEASE_NAME=", "FENCING_LEASE_NAMESPACE=", "FENCING_HOLDER_IDENTITY=")
-		return cmd
+		return holdCommand(bin, kubeconfig, ns, pod, nil, command...)
 	}
 	exitCode := func(err error) int {
 		var ee *exec.ExitError
@@ -125,4 +106,39 @@ func adminKubeconfig(t *testing.T, env *envtest.Environment, dir string) string 
 		t.Fatal(err)
 	}
 	return path
+}
+
+// candidates creates namespace ns with a controller watching it, a FencedLease "invoices"
+// with the given lease, and candidate pods a and b (a is granted first).
+func candidates(t *testing.T, c client.Client, cfg *rest.Config, ns string, leaseSeconds int32) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{Name: "operator-" + ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Stop() })
+	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a", "b"} {
+		if err := c.Create(ctx, testenv.CandidatePod(ns, p, "invoices")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// holdCommand is `fencedlease hold -- command` for pod's grant of ns's "invoices", as a
+// shell user outside any pod runs it: the grant named by flags, no injected environment,
+// env added.
+func holdCommand(bin, kubeconfig, ns, pod string, env []string, command ...string) *exec.Cmd {
+	args := append([]string{"hold", "--stop-grace=500ms", "--lease=invoices", "--namespace=" + ns, "--identity=" + pod, "--"}, command...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig,
+		"FENCING_TOKEN=", "FENCING_LEASE_NAME=", "FENCING_LEASE_NAMESPACE=", "FENCING_HOLDER_IDENTITY="), env...)
+	return cmd
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -74,7 +73,7 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var cfg *rest.Config
-	poll(t, ctx, "the embedded control plane's kubeconfig", func() bool {
+	waitFor(t, 60*time.Second, "the embedded control plane's kubeconfig", func() bool {
 		raw, err := os.ReadFile(kubeconfig)
 		if err == nil {
 			cfg, err = clientcmd.RESTConfigFromKubeConfig(raw)
@@ -88,23 +87,23 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 
 	// A grant through the webhook, and a pod the webhook refuses (its FencedLease is missing).
 	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "invoices"}}
-	poll(t, ctx, "the CRD", func() bool { return c.Create(ctx, fl) == nil })
+	waitFor(t, 60*time.Second, "the CRD", func() bool { return c.Create(ctx, fl) == nil })
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p1", Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work"}}}}
-	poll(t, ctx, "the webhook to admit a pod", func() bool { return c.Create(ctx, pod.DeepCopy()) == nil })
+	waitFor(t, 60*time.Second, "the webhook to admit a pod", func() bool { return c.Create(ctx, pod.DeepCopy()) == nil })
 	orphan := pod.DeepCopy()
 	orphan.Name, orphan.Labels[fencingv1.LeaseLabel] = "p2", "missing"
 	if err := c.Create(ctx, orphan); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("the webhook admitted a pod naming a missing FencedLease: %v", err)
 	}
-	poll(t, ctx, "p1 to be granted", func() bool {
+	waitFor(t, 60*time.Second, "p1 to be granted", func() bool {
 		return c.Get(ctx, client.ObjectKeyFromObject(pod), pod) == nil && pod.Annotations[fencingv1.TokenAnnotation] == "1"
 	})
 
 	// p1 is granted and has not renewed: its FencedLease is not Ready, the only time
 	// fencedlease_not_ready has a series. Scrape it now.
 	have := map[string]bool{}
-	poll(t, ctx, "the not-Ready series of a starting holder", func() bool {
+	waitFor(t, 60*time.Second, "the not-Ready series of a starting holder", func() bool {
 		page, err := scrape("http://" + metricsAddr + "/metrics")
 		addNames(have, page)
 		return err == nil && have["fencedlease_not_ready"]
@@ -133,7 +132,7 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 		t.Fatalf("stale write: %v", err)
 	}
 
-	poll(t, ctx, "the operator to lead", func() bool {
+	waitFor(t, 60*time.Second, "the operator to lead", func() bool {
 		page, err := scrape("http://" + metricsAddr + "/metrics")
 		addNames(have, page)
 		return err == nil && strings.Contains(page, "leader_election_master_status{") && have["controller_runtime_webhook_requests_total"]
@@ -200,11 +199,4 @@ func scrape(url string) (string, error) {
 	var b strings.Builder
 	_, err = bufio.NewReader(resp.Body).WriteTo(&b)
 	return b.String(), err
-}
-
-func poll(t *testing.T, ctx context.Context, what string, ok func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) { return ok(), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
