@@ -1,5 +1,6 @@
 // Command fencedlease runs the FencedLease operator; with `agent`, the renewal sidecar;
-// with `hold -- CMD`, CMD while the pod holds its grant.
+// with `hold -- CMD`, CMD while the pod holds its grant (both also in the small
+// fencedlease-agent binary, cmd/agent).
 package main
 
 import (
@@ -25,21 +26,14 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
+	"github.com/fencedlease/fencedlease/internal/agentcmd"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "hold" {
-		code, err := runHold(os.Args[2:])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "fencedlease hold:", err)
-		}
+	if code, ran := agentcmd.Run(os.Args[1:]); ran {
 		os.Exit(code)
 	}
-	run := runManager
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
-		run = func() error { return runAgent(os.Args[2:]) }
-	}
-	if err := run(); err != nil {
+	if err := runManager(); err != nil {
 		fmt.Fprintln(os.Stderr, "fencedlease:", err)
 		os.Exit(1)
 	}

@@ -38,7 +38,7 @@ func (o *webhookOptions) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.serviceName, "webhook-service-name", "fencedlease-webhook-service", "Service in front of the webhook.")
 	fs.StringVar(&o.configuration, "webhook-configuration-name", "fencedlease-mutating-webhook-configuration",
 		"MutatingWebhookConfiguration whose caBundle the operator keeps current.")
-	fs.StringVar(&o.agentImage, "agent-image", os.Getenv("AGENT_IMAGE"), "Image of the renewal agent sidecar (default $AGENT_IMAGE).")
+	fs.StringVar(&o.agentImage, "agent-image", os.Getenv("AGENT_IMAGE"), "Image of the renewal agent sidecar, the Dockerfile's agent target (default $AGENT_IMAGE).")
 }
 
 // serveLocally serves the webhook where the embedded control plane calls it, with the
@@ -48,7 +48,7 @@ func (o *webhookOptions) serveLocally(w envtest.WebhookInstallOptions) {
 	o.rotateCerts = false
 	o.host, o.port, o.certDir = w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir
 	if o.agentImage == "" {
-		o.agentImage = "fencedlease:dev" // no kubelet pulls it there
+		o.agentImage = "fencedlease-agent:dev" // no kubelet pulls it there
 	}
 }
 

@@ -164,7 +164,7 @@ type Revocation struct {
 }
 
 // RevocationReason says why a grant was revoked.
-// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved;HandoffTimeout
+// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved;HandoffTimeout;RevokeRequested
 type RevocationReason string
 
 const (
@@ -183,6 +183,10 @@ const (
 	// grace period. Its renewals were refused from then on, and it was revoked when its
 	// lease ran out, so it had stopped (pkg/holder) before the successor was granted.
 	ReasonHandoffTimeout RevocationReason = "HandoffTimeout"
+	// ReasonRevokeRequested: someone who may edit the FencedLease asked to revoke this
+	// grant (RevokeAnnotation). As with HandoffTimeout, its renewals were refused from the
+	// request on and it was revoked when its lease ran out.
+	ReasonRevokeRequested RevocationReason = "RevokeRequested"
 )
 
 // FencedLeaseStatus is what the controller observed and decided.

@@ -25,6 +25,14 @@ const (
 	// reads it from every renewal.
 	SuccessorAnnotation = "fencing.fencedlease.io/successor"
 
+	// RevokeAnnotation on a FencedLease asks the operator to revoke the grant with that
+	// token (decimal int64), as `kubectl fencedlease revoke` does. The operator clears the
+	// Lease at once, so the holder can renew no more, and revokes when the lease the
+	// holder last renewed has run out (reason RevokeRequested), so a holder that keeps its
+	// own deadline has stopped before the next is granted. A token that is not the current
+	// holder's asks nothing: a request never reaches a later grant.
+	RevokeAnnotation = "fencing.fencedlease.io/revoke-token"
+
 	// Finalizer lets the controller revoke the holder before a FencedLease goes away.
 	Finalizer = "fencing.fencedlease.io/revoke-holder"
 )

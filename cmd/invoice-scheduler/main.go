@@ -55,7 +55,7 @@ func run() (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	hc, err := holder.Config{Leases: cs.CoordinationV1()}.FromEnv()
+	hc, err := holder.Config{Leases: holder.ClientGo(cs.CoordinationV1())}.FromEnv()
 	if err != nil {
 		return 1, err
 	}

@@ -136,6 +136,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if w.lease, err = r.revokeOnLease(ctx, w.lease, fl.Status.Holder); err != nil {
 			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)
 		}
+		if h := fl.Status.Holder; d.revokeRequested {
+			r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), corev1.EventTypeWarning, "RevokeRequested", "Revoke",
+				"revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
+				h.Token, h.PodName, fencingv1.RevokeAnnotation, d.requeueAfter.Round(time.Millisecond))
+		}
 	}
 	if err := r.writeStatus(ctx, fl, d); err != nil {
 		return ctrl.Result{}, err
@@ -159,7 +164,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // expired is true for the revocations decided by the clock, which a renewal may race.
 func expired(r fencingv1.RevocationReason) bool {
 	return r == fencingv1.ReasonLeaseExpired || r == fencingv1.ReasonStartupDeadlineExceeded ||
-		r == fencingv1.ReasonHandoffTimeout
+		r == fencingv1.ReasonHandoffTimeout || r == fencingv1.ReasonRevokeRequested
 }
 
 // observe reads the clock, then the Lease and the labeled pods, confirms the holder pod

@@ -3,6 +3,7 @@ package fencedlease
 import (
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -62,7 +63,10 @@ type decision struct {
 	// asked: this decision asked the holder to hand off, at now (the clock read that
 	// starts the grace period).
 	asked bool
-	now   time.Time
+	// revokeRequested: this decision cut the holder off because the FencedLease asks to
+	// revoke its grant.
+	revokeRequested bool
+	now             time.Time
 }
 
 type release struct {
@@ -99,7 +103,7 @@ func decide(w world) decision {
 
 	if h := st.Holder; h != nil {
 		switch reason := releaseReason(w, h); {
-		case leaseRevokedFor(w.lease, h) && h.Handoff == nil:
+		case leaseRevokedFor(w.lease, h) && !waitingOutCutOff(w.lease, fl, h):
 			// This controller cleared the Lease to revoke on expiry, and the status write
 			// that records it did not land: finish that revocation.
 			reason := fencingv1.ReasonLeaseExpired
@@ -113,9 +117,12 @@ func decide(w world) decision {
 		case leaseRevokedFor(w.lease, h):
 			// Cut off after the hand-off grace period: revoke once the lease it last renewed
 			// has run out, so a holder that keeps its own deadline has stopped by then.
-			if left := w.renewal.observedAt.Add(runningLimit(w, h)).Sub(w.now); left > 0 {
+			switch left := w.renewal.observedAt.Add(runningLimit(w, h)).Sub(w.now); {
+			case left > 0:
 				d.requeueAfter = left
-			} else {
+			case revokeRequested(fl, h):
+				d.revoke(w, fencingv1.ReasonRevokeRequested, 0)
+			default:
 				d.revoke(w, expiryReason(renewedSinceGrant(w.lease, h) || h.FirstRenewTime != nil, true), 0)
 			}
 		case fl.DeletionTimestamp != nil:
@@ -198,6 +205,10 @@ func (d *decision) keepOrExpire(w world, h *fencingv1.Holder) {
 		return
 	}
 	d.requeueAfter = left
+	if revokeRequested(w.fl, h) {
+		// Cut off now; revoked once the lease it last renewed has run out (see decide).
+		d.cutOff, d.revokeRequested = true, true
+	}
 	if started && h.FirstRenewTime == nil {
 		h.FirstRenewTime = microTime(w.renewal.observedAt)
 		h.LastRenewTime = microTime(w.renewal.observedAt)
@@ -221,6 +232,19 @@ func expiryReason(started, handoffTimedOut bool) fencingv1.RevocationReason {
 		return fencingv1.ReasonHandoffTimeout
 	}
 	return fencingv1.ReasonLeaseExpired
+}
+
+// waitingOutCutOff is true while holder h stands cut off (this controller cleared the
+// Lease after a hand-off grace period, or on a revoke request) and is revoked only when
+// the lease it last renewed has run out.
+func waitingOutCutOff(l *coordinationv1.Lease, fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
+	return leaseRevokedFor(l, h) && (h.Handoff != nil || revokeRequested(fl, h))
+}
+
+// revokeRequested: the FencedLease asks to revoke exactly grant h (RevokeAnnotation).
+func revokeRequested(fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
+	v, ok := fl.Annotations[fencingv1.RevokeAnnotation]
+	return ok && v == strconv.FormatInt(h.Token, 10)
 }
 
 // handoffGraceLeft is how long a holder asked to hand off still has to release, on this

@@ -62,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	// Every reason exists from the start at 0, so increase() and rate() see the first one.
 	for _, reason := range []fencingv1.RevocationReason{fencingv1.ReasonLeaseExpired, fencingv1.ReasonStartupDeadlineExceeded,
-		fencingv1.ReasonFencedLeaseDeleted, fencingv1.ReasonLabelRemoved, fencingv1.ReasonHandoffTimeout} {
+		fencingv1.ReasonFencedLeaseDeleted, fencingv1.ReasonLabelRemoved, fencingv1.ReasonHandoffTimeout, fencingv1.ReasonRevokeRequested} {
 		m.revocations.WithLabelValues(string(reason))
 	}
 	for _, reason := range []string{releasePodFinished, releasePodDeleted, releaseLeaseCleared} {

@@ -38,9 +38,9 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 	want.Annotations[fencingv1.TokenAnnotation] = formatToken(st.FencingToken)
 
 	switch h := st.Holder; {
-	case h != nil && leaseRevokedFor(lease, h) && h.Handoff != nil:
-		// Cut off after the hand-off grace period: the Lease stays without a holder, so
-		// the holder's renewals are refused until it is revoked.
+	case h != nil && waitingOutCutOff(lease, fl, h):
+		// Cut off (hand-off grace period over, or revoke requested): the Lease stays
+		// without a holder, so the holder's renewals are refused until it is revoked.
 	case h != nil:
 		want.Spec.HolderIdentity = ptr.To(h.PodName)
 		want.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)

@@ -144,12 +144,17 @@ func ensureVolume(pod *corev1.Pod, want corev1.Volume) error {
 	return nil
 }
 
+// AgentBinary is where the agent image keeps fencedlease-agent; the startupProbe runs it.
+const AgentBinary = "/fencedlease-agent"
+
 // agentContainer renews the Lease for workloads that do not use pkg/holder. As a native
 // sidecar (an init container that keeps running) it starts before the workload and
 // stops after it, and its startupProbe, which passes only once the Lease shows the grant
 // renewed, holds the workload's containers back until then: a grant that never renewed
 // is one whose workload never ran. It asks for little and runs under the restricted Pod
 // Security profile, so it is admitted in restricted namespaces and under ResourceQuotas.
+//
+// The image is the agent image (the Dockerfile's agent target), whose binary is AgentBinary.
 func agentContainer(image string) corev1.Container {
 	return corev1.Container{
 		Name:          fencingv1.AgentContainerName,
@@ -157,7 +162,7 @@ func agentContainer(image string) corev1.Container {
 		Args:          []string{"agent"},
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		StartupProbe: &corev1.Probe{
-			ProbeHandler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/fencedlease", "agent", "--probe"}}},
+			ProbeHandler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{AgentBinary, "agent", "--probe"}}},
 			PeriodSeconds:  1,
 			TimeoutSeconds: 5,
 			// Up to an hour, the longest startup deadline: the operator, not the kubelet,

@@ -83,7 +83,7 @@ var _ = Describe("Pod admission", func() {
 		Expect(agent.RestartPolicy).To(HaveValue(Equal(corev1.ContainerRestartPolicyAlways)))
 		Expect(agent.Env).To(ContainElement(HaveField("Name", "FENCING_TOKEN")))
 		Expect(agent.StartupProbe).NotTo(BeNil(), "the workload must wait for the agent's first renewal")
-		Expect(agent.StartupProbe.Exec.Command).To(Equal([]string{"/fencedlease", "agent", "--probe"}))
+		Expect(agent.StartupProbe.Exec.Command).To(Equal([]string{"/fencedlease-agent", "agent", "--probe"}))
 	})
 
 	It("admits the agent where the restricted Pod Security profile is enforced, under a ResourceQuota", func() {

@@ -1,6 +1,6 @@
 """A singleton job in Python, fenced. Run it as
 
-    fencedlease hold -- python3 charge.py
+    fencedlease-agent hold -- python3 charge.py
 
 in a pod labeled fencing.fencedlease.io/lease: <name> (or with hold's --lease, --namespace
 and --identity), or with the agent sidecar, which injects the same FENCING_TOKEN. It charges
@@ -36,7 +36,7 @@ class StaleToken(Exception):
 def main():
     raw = os.environ.get("FENCING_TOKEN", "")
     if not raw.isdigit() or int(raw) < 1:
-        print("charge: no FENCING_TOKEN: run me under fencedlease hold", file=sys.stderr)
+        print("charge: no FENCING_TOKEN: run me under fencedlease-agent hold", file=sys.stderr)
         return 2
     token = int(raw)
     period = os.environ.get("PERIOD", "2026-11")

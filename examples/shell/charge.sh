@@ -1,7 +1,7 @@
 #!/bin/sh
 # A singleton job in shell, fenced. Run it as
 #
-#   fencedlease hold -- sh charge.sh
+#   fencedlease-agent hold -- sh charge.sh
 #
 # in a pod labeled fencing.fencedlease.io/lease: <name> (or with hold's --lease,
 # --namespace and --identity). It charges each customer once for a period. Every charge is
@@ -17,7 +17,7 @@ set -eu
 : "${DSN:?set DSN to a PostgreSQL URL}"
 case "${FENCING_TOKEN:-}" in
 '' | *[!0-9]*)
-	echo "charge: no FENCING_TOKEN: run me under fencedlease hold" >&2
+	echo "charge: no FENCING_TOKEN: run me under fencedlease-agent hold" >&2
 	exit 2
 	;;
 esac

@@ -141,7 +141,7 @@ func deployment(o *unstructured.Unstructured) error {
 	c["resources"] = "@@block:.Values.resources@@"
 	for _, e := range c["env"].([]any) {
 		if m := e.(map[string]any); m["name"] == "AGENT_IMAGE" {
-			m["value"] = incl("fencedlease.image")
+			m["value"] = incl("fencedlease.agentImage")
 		}
 	}
 	flags := map[string]string{

@@ -32,7 +32,7 @@ var _ = Describe("The agent's state for the workload", func() {
 		go func() {
 			defer GinkgoRecover()
 			// A short deadline, so a cut link is Lost long before the 15 s lease ends.
-			Expect(holder.RunAgent(agentCtx, holder.Config{Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices",
+			Expect(holder.RunAgent(agentCtx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices",
 				Identity: "a", Token: 1, RenewInterval: 300 * time.Millisecond, RenewDeadline: 1500 * time.Millisecond},
 				holder.AgentOptions{StateFile: file, Listen: addr}, logf.Log.WithName("agent"))).To(Succeed())
 		}()

@@ -19,7 +19,7 @@ var _ = Describe("holder.Exec (fencedlease hold)", func() {
 		cs, _ := holderClient()
 		out := filepath.Join(GinkgoT().TempDir(), "token")
 		cmd := exec.Command("sh", "-c", `echo "$FENCING_TOKEN $FENCING_LEASE_NAME $FENCING_HOLDER_IDENTITY" > "$0"; exit 3`, out)
-		res, err := holder.Exec(ctx, holder.Config{Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices",
+		res, err := holder.Exec(ctx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices",
 			Identity: "a", Token: 1, StopGrace: time.Second}, cmd)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.ExitCode).To(Equal(3))
@@ -43,7 +43,7 @@ var _ = Describe("holder.Exec (fencedlease hold)", func() {
 		done := make(chan holder.ExecResult, 1)
 		go func() {
 			defer GinkgoRecover()
-			res, err := holder.Exec(ctx, holder.Config{Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices",
+			res, err := holder.Exec(ctx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices",
 				Identity: "a", Token: 1, StopGrace: grace, OnLost: lost.record}, cmd)
 			Expect(err).NotTo(HaveOccurred())
 			done <- res

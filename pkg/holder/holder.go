@@ -12,7 +12,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -30,8 +29,8 @@ var (
 
 // Config says which grant to hold and how.
 type Config struct {
-	// Leases reaches the API server (client-go's CoordinationV1()).
-	Leases coordinationclient.LeasesGetter
+	// Leases reaches the API server: ClientGo(clientset.CoordinationV1()).
+	Leases LeaseClients
 	// Namespace, LeaseName, Identity (the pod name) and Token name the grant; FromEnv
 	// reads them from the variables the operator injects.
 	Namespace string

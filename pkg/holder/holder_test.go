@@ -85,7 +85,7 @@ var _ = Describe("pkg/holder", func() {
 		cs, _ := holderClient()
 		reg := prometheus.NewRegistry()
 		h, err := holder.Start(ctx, holder.Config{
-			Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
+			Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
 			Metrics: holder.NewMetrics(reg),
 		})
 		Expect(err).NotTo(HaveOccurred())
@@ -106,7 +106,7 @@ var _ = Describe("pkg/holder", func() {
 			{Identity: "b", Token: 1}, // another pod
 			{Identity: "a", Token: 2}, // a token it was never given
 		} {
-			wrong.Leases, wrong.Namespace, wrong.LeaseName = cs.CoordinationV1(), ns, "invoices"
+			wrong.Leases, wrong.Namespace, wrong.LeaseName = holder.ClientGo(cs.CoordinationV1()), ns, "invoices"
 			_, err := holder.Start(ctx, wrong)
 			Expect(err).To(MatchError(holder.ErrRevoked))
 		}
@@ -118,7 +118,7 @@ var _ = Describe("pkg/holder", func() {
 		cs, link := holderClient()
 		var lost lostAt
 		h, err := holder.Start(ctx, holder.Config{
-			Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
+			Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
 			OnLost: lost.record,
 		})
 		Expect(err).NotTo(HaveOccurred())
@@ -144,7 +144,7 @@ var _ = Describe("pkg/holder", func() {
 		ns := grantedNamespace(15)
 		cs, _ := holderClient()
 		h, err := holder.Start(ctx, holder.Config{
-			Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
+			Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		released := time.Now()
@@ -164,7 +164,7 @@ var _ = Describe("pkg/holder", func() {
 		done := make(chan error, 1)
 		go func() {
 			done <- holder.RunAgent(agentCtx, holder.Config{
-				Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
+				Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
 			}, holder.AgentOptions{}, logf.Log.WithName("agent"))
 		}()
 		Consistently(func(g Gomega) {

@@ -63,7 +63,7 @@ var _ = Describe("Release", func() {
 		cs, err := kubernetes.NewForConfig(c)
 		Expect(err).NotTo(HaveOccurred())
 		h, err := holder.Start(ctx, holder.Config{
-			Leases: cs.CoordinationV1(), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
+			Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
 		})
 		Expect(err).NotTo(HaveOccurred())
 

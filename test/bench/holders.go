@@ -135,7 +135,7 @@ func (h *holders) saw(l *coordinationv1.Lease) {
 	s.cancel = cancel
 	go func() {
 		hd, err := holder.Start(ctx, holder.Config{
-			Leases: h.cs.CoordinationV1(), Namespace: ns, LeaseName: l.Name, Identity: pod, Token: token,
+			Leases: holder.ClientGo(h.cs.CoordinationV1()), Namespace: ns, LeaseName: l.Name, Identity: pod, Token: token,
 			OnLost: func(reason error) {
 				if errors.Is(reason, holder.ErrDeadline) {
 					h.mu.Lock()

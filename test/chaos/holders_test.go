@@ -164,7 +164,7 @@ func (hs *holders) hold(ctx context.Context, pod string, token int64, zombie boo
 		hs.fail(err)
 		return
 	}
-	h, err := holder.Start(ctx, holder.Config{Leases: cs.CoordinationV1(), Namespace: hs.ns, LeaseName: hs.lease, Identity: pod, Token: token})
+	h, err := holder.Start(ctx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: hs.ns, LeaseName: hs.lease, Identity: pod, Token: token})
 	if err != nil {
 		return // revoked, or the API server was away: never confirmed, never worked
 	}

@@ -74,7 +74,7 @@ func TestHelmChart(t *testing.T) {
 			absent: kindsWithoutCRDs},
 		{name: "everything changed", namespace: "ops", serviceAccount: "fl-op",
 			set: []string{"serviceAccount.name=fl-op", "replicas=1", "certManager.enabled=true", "metrics.serviceMonitor.enabled=true",
-				"metrics.prometheusRule.enabled=true", "image.repository=registry.example/fl", "image.tag=v9", "priorityClassName=fl-critical",
+				"metrics.prometheusRule.enabled=true", "image.repository=registry.example/fl", "image.tag=v9", "agentImage.repository=registry.example/fl-agent", "priorityClassName=fl-critical",
 				"leaderElection.leaseDuration=20s", "leaderElection.renewDeadline=15s", "leaderElection.retryPeriod=2s", "resources.limits.memory=1Gi"},
 			want:   append([]string{"Deployment", "MutatingWebhookConfiguration"}, kindsWithoutCRDs...),
 			absent: []string{"PodDisruptionBudget"}},
@@ -180,7 +180,13 @@ func checkObject(t *testing.T, o *unstructured.Unstructured, namespace, serviceA
 		if strings.Contains(args, "--webhook-cert-rotation=false") {
 			t.Error("cert-controller is off by default")
 		}
+		if agent := envValue(container, "AGENT_IMAGE"); !strings.HasPrefix(agent, "fencedlease-agent:") {
+			t.Errorf("AGENT_IMAGE %q, want the fencedlease-agent image", agent)
+		}
 		return
+	}
+	if agent := envValue(container, "AGENT_IMAGE"); agent != "registry.example/fl-agent:v9" {
+		t.Errorf("AGENT_IMAGE %q, want agentImage.repository with image.tag", agent)
 	}
 	for _, want := range []string{"--leader-election-lease-duration=20s", "--leader-election-renew-deadline=15s", "--leader-election-retry-period=2s", "--webhook-cert-rotation=false"} {
 		if !strings.Contains(args, want) {
@@ -193,6 +199,18 @@ func checkObject(t *testing.T, o *unstructured.Unstructured, namespace, serviceA
 	if mem, _, _ := unstructured.NestedString(container, "resources", "limits", "memory"); mem != "1Gi" {
 		t.Errorf("memory limit %q", mem)
 	}
+}
+
+// envValue is the literal value of container's env var name.
+func envValue(container map[string]any, name string) string {
+	env, _, _ := unstructured.NestedSlice(container, "env")
+	for _, e := range env {
+		if m, _ := e.(map[string]any); m["name"] == name {
+			v, _ := m["value"].(string)
+			return v
+		}
+	}
+	return ""
 }
 
 func toStrings(xs []any) []string {

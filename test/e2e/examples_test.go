@@ -20,7 +20,7 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// TestExamples runs the non-Go examples under `fencedlease hold` against a real PostgreSQL
+// TestExamples runs the non-Go examples under `fencedlease-agent hold` against a real PostgreSQL
 // (examples/shell/charge.sh, examples/python/charge.py): holder a charges one customer and
 // is paused (SIGSTOP) past its 2 s lease; the operator revokes it and grants b, which
 // charges everyone with token 2; a wakes and its late charge is refused by the fence, so
@@ -33,7 +33,7 @@ func TestExamples(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	dir := t.TempDir()
-	bin := testenv.BuildOperator(t, dir)
+	bin := testenv.BuildAgent(t, dir)
 	kubeconfig := adminKubeconfig(t, env, dir)
 	python := "/usr/bin/python3" // Debian's, where python3-psycopg2 installs
 	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {

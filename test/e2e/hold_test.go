@@ -20,10 +20,10 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// TestHold runs `fencedlease hold` as a shell user would, outside a pod, naming the
-// candidate: it waits for the grant, runs the command with the token, exits with the
-// command's status and hands over at once; when the grant moves on it stops the command
-// and exits 75.
+// TestHold runs `fencedlease-agent hold` (the operator's binary serves the same code) as a
+// shell user would, outside a pod, naming the candidate: it waits for the grant, runs the
+// command with the token, exits with the command's status and hands over at once; when
+// the grant moves on it stops the command and exits 75.
 func TestHold(t *testing.T) {
 	env, cfg, c, err := testenv.Start()
 	if err != nil {
@@ -34,7 +34,7 @@ func TestHold(t *testing.T) {
 	const ns = "hold"
 	candidates(t, c, cfg, ns, 3)
 	dir := t.TempDir()
-	bin := testenv.BuildOperator(t, dir)
+	bin := testenv.BuildAgent(t, dir)
 	kubeconfig := adminKubeconfig(t, env, dir)
 	hold := func(pod string, command ...string) *exec.Cmd {
 		return holdCommand(bin, kubeconfig, ns, pod, nil, command...)
@@ -132,7 +132,7 @@ func candidates(t *testing.T, c client.Client, cfg *rest.Config, ns string, leas
 	}
 }
 
-// holdCommand is `fencedlease hold -- command` for pod's grant of ns's "invoices", as a
+// holdCommand is `fencedlease-agent hold -- command` for pod's grant of ns's "invoices", as a
 // shell user outside any pod runs it: the grant named by flags, no injected environment,
 // env added.
 func holdCommand(bin, kubeconfig, ns, pod string, env []string, command ...string) *exec.Cmd {

@@ -115,7 +115,7 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(testenv.AsUser(cfg, "system:serviceaccount:default:default",
 		[]string{"system:serviceaccounts", "system:serviceaccounts:default", "system:masters"},
 		map[string][]string{"authentication.kubernetes.io/pod-name": {pod.Name}, "authentication.kubernetes.io/pod-uid": {string(pod.UID)}}))
-	h, err := holder.Start(ctx, holder.Config{Leases: cs.CoordinationV1(), Namespace: "default", LeaseName: "invoices",
+	h, err := holder.Start(ctx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: "default", LeaseName: "invoices",
 		Identity: pod.Name, Token: 1, Metrics: holder.NewMetrics(reg)})
 	if err != nil {
 		t.Fatalf("the holder's first renewal: %v", err)

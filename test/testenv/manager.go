@@ -21,11 +21,22 @@ import (
 // BuildOperator builds the fencedlease binary into dir.
 func BuildOperator(t testing.TB, dir string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "fencedlease")
-	build := exec.Command("go", "build", "-o", bin, "./cmd")
+	return build(t, dir, "fencedlease", "./cmd")
+}
+
+// BuildAgent builds the small fencedlease-agent binary (the sidecar and hold) into dir.
+func BuildAgent(t testing.TB, dir string) string {
+	t.Helper()
+	return build(t, dir, "fencedlease-agent", "./cmd/agent")
+}
+
+func build(t testing.TB, dir, name, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, pkg)
 	build.Dir = RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }

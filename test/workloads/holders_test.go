@@ -81,7 +81,7 @@ func (hs *holders) hold(ctx context.Context, pod string, token int64) {
 	defer GinkgoRecover()
 	successor := make(chan string, 1)
 	h, err := holder.Start(ctx, holder.Config{
-		Leases: hs.cs.CoordinationV1(), Namespace: hs.ns, LeaseName: "invoices", Identity: pod, Token: token,
+		Leases: holder.ClientGo(hs.cs.CoordinationV1()), Namespace: hs.ns, LeaseName: "invoices", Identity: pod, Token: token,
 		OnDraining: func(s string) { successor <- s },
 	})
 	if err != nil {

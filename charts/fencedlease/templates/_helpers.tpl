@@ -7,6 +7,10 @@
 {{- .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion -}}
 {{- end -}}
 
+{{- define "fencedlease.agentImage" -}}
+{{- .Values.agentImage.repository }}:{{ .Values.agentImage.tag | default .Values.image.tag | default .Chart.AppVersion -}}
+{{- end -}}
+
 {{- define "fencedlease.metricsBindAddress" -}}
 {{- if .Values.metrics.enabled }}:8443{{ else }}0{{ end -}}
 {{- end -}}

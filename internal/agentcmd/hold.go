@@ -1,4 +1,4 @@
-package main
+package agentcmd
 
 import (
 	"context"
@@ -7,21 +7,19 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/holder"
 )
 
-const holdUsage = `usage: fencedlease hold [flags] -- CMD [ARGS...]
+const holdUsage = `usage: %s hold [flags] -- CMD [ARGS...]
 
 Runs CMD while this pod holds its FencedLease's grant, like etcdctl lock but fenced: it
 confirms the grant with a renewal, runs CMD with FENCING_TOKEN, FENCING_LEASE_NAME,
@@ -37,10 +35,10 @@ until the Lease names that pod, and takes its token.
 flags:
 `
 
-// runHold is `fencedlease hold`.
-func runHold(args []string) (int, error) {
+// Hold is `hold`; it returns the status to exit with.
+func Hold(args []string) (int, error) {
 	fs := flag.NewFlagSet("hold", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), holdUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), holdUsage, filepath.Base(os.Args[0])); fs.PrintDefaults() }
 	grace := fs.Duration("stop-grace", 2*time.Second,
 		"Time CMD gets between SIGTERM and SIGKILL when the grant is lost; renewals give up that much earlier, so it must fit in the lease with room for a renewal.")
 	lease := fs.String("lease", os.Getenv(fencingv1.EnvLeaseName), "The FencedLease (default $"+fencingv1.EnvLeaseName+").")
@@ -54,17 +52,12 @@ func runHold(args []string) (int, error) {
 		fs.Usage()
 		return 2, errors.New("need CMD after --, and the lease, namespace and identity (flags or the injected environment)")
 	}
-	rest, err := ctrl.GetConfig()
+	leases, err := leaseClient()
 	if err != nil {
 		return 1, err
 	}
-	rest.ContentType = "application/vnd.kubernetes.protobuf"
-	cs, err := kubernetes.NewForConfig(rest)
-	if err != nil {
-		return 1, err
-	}
-	ctx := ctrl.SetupSignalHandler()
-	cfg := holder.Config{Leases: cs.CoordinationV1(), Namespace: *namespace, LeaseName: *lease, Identity: *identity, StopGrace: *grace}
+	ctx := signalContext()
+	cfg := holder.Config{Leases: leases, Namespace: *namespace, LeaseName: *lease, Identity: *identity, StopGrace: *grace}
 	if cfg.Token, err = strconv.ParseInt(os.Getenv(fencingv1.EnvToken), 10, 64); err != nil || cfg.Token < 1 {
 		fmt.Fprintf(os.Stderr, "hold: waiting until Lease %s/%s names %s\n", cfg.Namespace, cfg.LeaseName, cfg.Identity)
 		if cfg.Token, err = waitForGrant(ctx, cfg.Leases, cfg.Namespace, cfg.LeaseName, cfg.Identity); err != nil {
@@ -88,7 +81,7 @@ func runHold(args []string) (int, error) {
 }
 
 // waitForGrant polls the Lease until it names identity, and returns its token.
-func waitForGrant(ctx context.Context, leases coordinationclient.LeasesGetter, ns, name, identity string) (int64, error) {
+func waitForGrant(ctx context.Context, leases holder.LeaseClients, ns, name, identity string) (int64, error) {
 	var token int64
 	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		l, err := leases.Leases(ns).Get(ctx, name, metav1.GetOptions{})

@@ -1,0 +1,67 @@
+package fencedlease
+
+import (
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// A revoke request cuts the holder off at once and revokes when the lease it last renewed
+// runs out, never earlier; it names a token, so it never reaches a later grant; and a
+// controller that restarts between the cut-off and the revocation still waits.
+func TestRevokeRequestCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := rollout()
+	stepHandoff(tr, c, fl, nil, pods, nil)
+	h := fl.Status.Holder.DeepCopy()
+	c.Step(time.Second)
+	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Second)), pods, nil) // renewed at +1s
+
+	fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "7"} // not its token
+	c.Step(time.Second)
+	if d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(2*time.Second)), pods, nil); d.cutOff || d.revoked != nil {
+		t.Fatalf("a request for token 7 touched token 1: %+v", d)
+	}
+
+	fl.Annotations[fencingv1.RevokeAnnotation] = "1"
+	c.Step(time.Second) // +3s; last renewal observed at +2s
+	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(2*time.Second)), pods, nil)
+	if !d.cutOff || !d.revokeRequested || d.revoked != nil || d.granted != nil || fl.Status.Holder == nil {
+		t.Fatalf("want a cut-off only: %+v", d)
+	}
+	if d.requeueAfter != 9*time.Second {
+		t.Fatalf("look again when the lease runs out (+2s + 10s, now +3s): %v", d.requeueAfter)
+	}
+
+	// The Lease no longer names it (no UID: cleared by the controller, not released).
+	cut := cutOffLease(h, t0.Add(2*time.Second))
+	c.Step(9*time.Second - time.Millisecond)
+	if d := stepHandoff(tr, c, fl, cut, pods, nil); d.revoked != nil || d.granted != nil || d.requeueAfter != time.Millisecond {
+		t.Fatalf("revoked or granted before the lease ran out: %+v", d)
+	}
+
+	// A restarted controller gives the cut-off holder a whole lease from its first look.
+	restarted := newRenewalTracker(c)
+	if d := stepHandoff(restarted, c, fl, cut, pods, nil); d.revoked != nil || d.requeueAfter != 10*time.Second {
+		t.Fatalf("a new controller must wait a whole lease: %+v", d)
+	}
+	c.Step(time.Millisecond)
+	d = stepHandoff(tr, c, fl, cut, pods, nil)
+	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonRevokeRequested || d.revoked.Token != 1 {
+		t.Fatalf("want token 1 revoked as RevokeRequested, got %+v", d.revoked)
+	}
+	if d.granted == nil || d.granted.PodName != "b" || d.granted.Token != 2 {
+		t.Fatalf("want b granted token 2, got %+v", d.granted)
+	}
+
+	// The annotation stays, naming token 1: the new holder keeps renewing undisturbed.
+	c.Step(time.Second)
+	if d := stepHandoff(tr, c, fl, leaseFor(d.granted, c.Now()), pods, nil); d.cutOff || d.revoked != nil {
+		t.Fatalf("the old request reached token 2: %+v", d)
+	}
+}

@@ -1,0 +1,234 @@
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease"
+)
+
+// Status is what `status` shows; -o json|yaml prints it as is.
+type Status struct {
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	Ready        string `json:"ready"`
+	ReadyReason  string `json:"readyReason,omitempty"`
+	Message      string `json:"message,omitempty"`
+	Suspended    bool   `json:"suspended"`
+	FencingToken int64  `json:"fencingToken"`
+	Transitions  int64  `json:"transitions"`
+	Revocations  int64  `json:"revocations"`
+	// Holder is nil when nobody holds the grant.
+	Holder         *HolderStatus         `json:"holder,omitempty"`
+	LastRevocation *fencingv1.Revocation `json:"lastRevocation,omitempty"`
+	Waiting        []WaitingPod          `json:"waiting"`
+	RevokeToken    string                `json:"revokeRequestedForToken,omitempty"`
+	Handoff        *fencingv1.Handoff    `json:"handoff,omitempty"`
+	Conditions     []ConditionSummary    `json:"conditions,omitempty"`
+	now            time.Time
+}
+
+// HolderStatus is the current grant, with times read against this machine's clock.
+type HolderStatus struct {
+	Pod           string          `json:"pod"`
+	Token         int64           `json:"token"`
+	AcquireTime   time.Time       `json:"acquireTime"`
+	LeaseDuration metav1.Duration `json:"leaseDuration"`
+	// LastRenewTime is the Lease's renewTime: written by the holder, on its clock.
+	LastRenewTime *time.Time `json:"lastRenewTime,omitempty"`
+	// SinceRenewal and TimeLeft compare that with this machine's clock: an estimate. The
+	// operator judges expiry on its own clock, from when it saw the renewal.
+	SinceRenewal *metav1.Duration `json:"sinceRenewal,omitempty"`
+	TimeLeft     *metav1.Duration `json:"timeLeft,omitempty"`
+	// Confirmed: the holder renewed at least once since the grant (its workload runs).
+	Confirmed bool `json:"confirmed"`
+	// LeaseHeld: the Lease still names this holder; false once it released or was cut off.
+	LeaseHeld bool `json:"leaseHeld"`
+	// LeaseUnreadable: the user may not read the Lease, so renewals are not shown.
+	LeaseUnreadable bool `json:"leaseUnreadable,omitempty"`
+}
+
+// WaitingPod is one candidate, in grant order.
+type WaitingPod struct {
+	Pod     string          `json:"pod"`
+	Created time.Time       `json:"created"`
+	Age     metav1.Duration `json:"age"`
+	Phase   corev1.PodPhase `json:"phase"`
+}
+
+// ConditionSummary is one status condition.
+type ConditionSummary struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+func (o *Options) statusCommand() *cobra.Command {
+	var out output
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Who holds the grant, since when, how long it has left, and who waits in what order",
+		Example: `  kubectl fencedlease status invoices
+  kubectl fencedlease status invoices -n billing -o yaml`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.validate(); err != nil {
+				return err
+			}
+			c, ns, err := o.client()
+			if err != nil {
+				return err
+			}
+			st, err := o.status(cmd, c, ns, args[0])
+			if err != nil {
+				return err
+			}
+			return out.print(o.Out, st, st.text)
+		},
+	}
+	out.bind(cmd)
+	return cmd
+}
+
+// status reads the FencedLease, its Lease and its candidate pods.
+func (o *Options) status(cmd *cobra.Command, c client.Client, ns, name string) (*Status, error) {
+	ctx := cmd.Context()
+	now := o.Clock.Now() // before what it measures
+	fl := &fencingv1.FencedLease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl); err != nil {
+		return nil, notFound(err, ns, name)
+	}
+	lease := &coordinationv1.Lease{}
+	leaseUnreadable := false
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lease); err != nil {
+		switch {
+		case apierrors.IsForbidden(err):
+			leaseUnreadable = true // the built-in view role cannot read Leases
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+		lease = nil
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{fencingv1.LeaseLabel: name}); err != nil {
+		return nil, err
+	}
+	st := &Status{Namespace: ns, Name: name, Suspended: fl.Spec.Suspend, FencingToken: fl.Status.FencingToken,
+		Transitions: fl.Status.Transitions, Revocations: fl.Status.Revocations, LastRevocation: fl.Status.LastRevocation,
+		RevokeToken: fl.Annotations[fencingv1.RevokeAnnotation], Waiting: []WaitingPod{}, Ready: "Unknown", now: now}
+	for _, cond := range fl.Status.Conditions {
+		st.Conditions = append(st.Conditions, ConditionSummary{Type: cond.Type, Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message})
+	}
+	if r := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady); r != nil {
+		st.Ready, st.ReadyReason, st.Message = string(r.Status), r.Reason, r.Message
+	}
+	if h := fl.Status.Holder; h != nil {
+		st.Holder = holderStatus(h, lease, now)
+		st.Holder.LeaseUnreadable = leaseUnreadable
+		st.Handoff = h.Handoff
+	}
+	for _, p := range fencedlease.GrantOrder(pods.Items, &fl.Status) {
+		st.Waiting = append(st.Waiting, WaitingPod{Pod: p.Name, Created: p.CreationTimestamp.Time,
+			Age: metav1.Duration{Duration: now.Sub(p.CreationTimestamp.Time)}, Phase: p.Status.Phase})
+	}
+	return st, nil
+}
+
+func holderStatus(h *fencingv1.Holder, lease *coordinationv1.Lease, now time.Time) *HolderStatus {
+	hs := &HolderStatus{Pod: h.PodName, Token: h.Token, AcquireTime: h.AcquireTime.Time,
+		LeaseDuration: metav1.Duration{Duration: time.Duration(h.LeaseDurationSeconds) * time.Second}, Confirmed: h.FirstRenewTime != nil}
+	if lease == nil || lease.Annotations[fencingv1.TokenAnnotation] != fmt.Sprint(h.Token) {
+		return hs // the grant has not reached the Lease yet
+	}
+	hs.LeaseHeld = lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == h.PodName
+	if rt := lease.Spec.RenewTime; rt != nil {
+		t := rt.Time
+		since := metav1.Duration{Duration: now.Sub(t)}
+		left := metav1.Duration{Duration: hs.LeaseDuration.Duration - since.Duration}
+		hs.LastRenewTime, hs.SinceRenewal, hs.TimeLeft = &t, &since, &left
+		if lease.Spec.AcquireTime != nil && !rt.Equal(lease.Spec.AcquireTime) {
+			hs.Confirmed = true
+		}
+	}
+	return hs
+}
+
+func (st *Status) text(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	ready := st.Ready
+	if st.ReadyReason != "" {
+		ready += " (" + st.ReadyReason + ")"
+	}
+	fmt.Fprintf(tw, "FencedLease:\t%s/%s\n", st.Namespace, st.Name)
+	fmt.Fprintf(tw, "Ready:\t%s\n", ready)
+	if st.Message != "" {
+		fmt.Fprintf(tw, "Message:\t%s\n", st.Message)
+	}
+	if st.Suspended {
+		fmt.Fprintf(tw, "Suspended:\tyes: no new grants until resumed\n")
+	}
+	switch h := st.Holder; {
+	case h == nil:
+		fmt.Fprintf(tw, "Holder:\tnone\n")
+	default:
+		fmt.Fprintf(tw, "Holder:\t%s, token %d, granted %s ago\n", h.Pod, h.Token, ago(st.now.Sub(h.AcquireTime)))
+		switch {
+		case h.LeaseUnreadable:
+			fmt.Fprintf(tw, "Renewed:\tunknown: no permission to read Lease %s/%s\n", st.Namespace, st.Name)
+		case h.SinceRenewal == nil:
+			fmt.Fprintf(tw, "Renewed:\tnot yet (the grant is still being written)\n")
+		case !h.Confirmed:
+			fmt.Fprintf(tw, "Renewed:\tnot yet: starting (lease %s)\n", h.LeaseDuration.Duration)
+		default:
+			fmt.Fprintf(tw, "Renewed:\t%s ago, about %s left of its %s lease (the holder's clock against this one)\n",
+				ago(h.SinceRenewal.Duration), ago(max(h.TimeLeft.Duration, 0)), h.LeaseDuration.Duration)
+		}
+		if !h.LeaseHeld && !h.LeaseUnreadable && h.SinceRenewal != nil {
+			fmt.Fprintf(tw, "Lease:\tno longer names it: cut off or released; the operator ends the grant\n")
+		}
+	}
+	if ho := st.Handoff; ho != nil {
+		fmt.Fprintf(tw, "Hand-off:\tasked to hand off to %s, grace %ds\n", ho.SuccessorName, ho.GracePeriodSeconds)
+	}
+	if st.RevokeToken != "" && st.Holder != nil && st.RevokeToken == fmt.Sprint(st.Holder.Token) {
+		fmt.Fprintf(tw, "Revoke:\trequested for token %s\n", st.RevokeToken)
+	}
+	fmt.Fprintf(tw, "Tokens:\t%d issued, %d transitions, %d revocations\n", st.FencingToken, st.Transitions, st.Revocations)
+	if rv := st.LastRevocation; rv != nil {
+		fmt.Fprintf(tw, "Last revoked:\t%s, token %d, %s, %s ago\n", rv.PodName, rv.Token, rv.Reason, ago(st.now.Sub(rv.Time.Time)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(st.Waiting) == 0 {
+		_, err := fmt.Fprintln(w, "Waiting: none")
+		return err
+	}
+	fmt.Fprintf(w, "Waiting (%d, in grant order):\n", len(st.Waiting))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tPOD\tAGE\tPHASE")
+	for i, p := range st.Waiting {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", i+1, p.Pod, ago(p.Age.Duration), p.Phase)
+	}
+	return tw.Flush()
+}
+
+func notFound(err error, ns, name string) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("no FencedLease %q in namespace %q", name, ns)
+	}
+	return err
+}
