@@ -29,8 +29,9 @@ const (
 	// token (decimal int64), as `kubectl fencedlease revoke` does. The operator clears the
 	// Lease at once, so the holder can renew no more, and revokes when the lease the
 	// holder last renewed has run out (reason RevokeRequested), so a holder that keeps its
-	// own deadline has stopped before the next is granted. A token that is not the current
-	// holder's asks nothing: a request never reaches a later grant.
+	// own deadline has stopped before the next is granted; a grant that never renewed never
+	// ran, and is revoked at once. A token that is not the current holder's asks nothing:
+	// a request never reaches a later grant.
 	RevokeAnnotation = "fencing.fencedlease.io/revoke-token"
 
 	// Finalizer lets the controller revoke the holder before a FencedLease goes away.

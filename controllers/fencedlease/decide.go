@@ -64,7 +64,7 @@ type decision struct {
 	// starts the grace period).
 	asked bool
 	// revokeRequested: this decision cut the holder off because the FencedLease asks to
-	// revoke its grant.
+	// revoke its grant (one that never renewed is revoked at once instead).
 	revokeRequested bool
 	now             time.Time
 }
@@ -205,7 +205,13 @@ func (d *decision) keepOrExpire(w world, h *fencingv1.Holder) {
 		return
 	}
 	d.requeueAfter = left
-	if revokeRequested(w.fl, h) {
+	switch {
+	case revokeRequested(w.fl, h) && !started:
+		// It never renewed, so it never ran; the revocation's compare-and-swap on the
+		// Lease refuses the first renewal it may be sending: revoke now.
+		d.revoke(w, fencingv1.ReasonRevokeRequested, 0)
+		return
+	case revokeRequested(w.fl, h):
 		// Cut off now; revoked once the lease it last renewed has run out (see decide).
 		d.cutOff, d.revokeRequested = true, true
 	}

@@ -65,3 +65,24 @@ func TestRevokeRequestCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 		t.Fatalf("the old request reached token 2: %+v", d)
 	}
 }
+
+// A grant that never renewed never ran: a revoke request revokes it at once (the
+// revocation's compare-and-swap on the Lease refuses a first renewal in flight), and the
+// next pod is granted in the same decision.
+func TestRevokeRequestOfAGrantThatNeverRenewedIsImmediate(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newRenewalTracker(c)
+	fl := newFL(10)
+	pods := rollout()
+	stepHandoff(tr, c, fl, nil, pods, nil)
+	h := fl.Status.Holder.DeepCopy()
+	c.Step(time.Second)
+	fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
+	d := stepHandoff(tr, c, fl, leaseFor(h, t0), pods, nil) // the Lease as granted: renewTime = acquireTime
+	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonRevokeRequested || d.cutOff {
+		t.Fatalf("want token 1 revoked now as RevokeRequested, got %+v", d)
+	}
+	if d.granted == nil || d.granted.PodName != "b" || d.granted.Token != 2 {
+		t.Fatalf("want b granted token 2, got %+v", d.granted)
+	}
+}

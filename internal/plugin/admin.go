@@ -27,21 +27,15 @@ token (annotation ` + fencingv1.RevokeAnnotation + ` on the FencedLease), so it 
 reach a later grant. The operator clears the Lease at once, so the holder can renew no more
 (a pkg/holder or agent holder stops at its next renewal), records a RevokeRequested event,
 and grants the next pod once the lease the holder last renewed has run out: never two
-holders. It needs the right to update the FencedLease.`,
+holders (a grant that never renewed never ran, and is revoked at once). It needs the
+right to update the FencedLease.`,
 		Example: `  kubectl fencedlease revoke invoices
   kubectl fencedlease revoke invoices --token 41 --wait`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeNames,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.validate(); err != nil {
-				return err
-			}
-			c, ns, err := o.client()
-			if err != nil {
-				return err
-			}
-			return o.revoke(cmd.Context(), c, ns, args[0], token, waitFor, timeout, out)
-		},
+		RunE: o.runE(&out, func(cmd *cobra.Command, c client.Client, ns, name string) error {
+			return o.revoke(cmd.Context(), c, ns, name, token, waitFor, timeout, out)
+		}),
 	}
 	cmd.Flags().Int64Var(&token, "token", 0, "Revoke only the grant with this token (default: the current holder's); a grant that already ended is an error.")
 	cmd.Flags().BoolVar(&waitFor, "wait", false, "Wait until the operator has revoked it.")
@@ -119,17 +113,10 @@ func (o *Options) suspendCommand(suspend bool) *cobra.Command {
 		Short:             short,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeNames,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.validate(); err != nil {
-				return err
-			}
-			c, ns, err := o.client()
-			if err != nil {
-				return err
-			}
+		RunE: o.runE(&out, func(cmd *cobra.Command, c client.Client, ns, name string) error {
 			fl := &fencingv1.FencedLease{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, fl); err != nil {
-				return notFound(err, ns, args[0])
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: name}, fl); err != nil {
+				return notFound(err, ns, name)
 			}
 			patch := client.MergeFrom(fl.DeepCopy())
 			fl.Spec.Suspend = suspend
@@ -141,7 +128,7 @@ func (o *Options) suspendCommand(suspend bool) *cobra.Command {
 				return nil
 			}
 			return out.printObject(o.Out, fl)
-		},
+		}),
 	}
 	out.bind(cmd)
 	return cmd

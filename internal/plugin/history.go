@@ -47,20 +47,13 @@ when their events are gone.`,
 		Example:           `  kubectl fencedlease history invoices -o json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeNames,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.validate(); err != nil {
-				return err
-			}
-			c, ns, err := o.client()
-			if err != nil {
-				return err
-			}
-			h, err := o.history(cmd, c, ns, args[0])
+		RunE: o.runE(&out, func(cmd *cobra.Command, c client.Client, ns, name string) error {
+			h, err := o.history(cmd, c, ns, name)
 			if err != nil {
 				return err
 			}
 			return out.print(o.Out, h, h.text)
-		},
+		}),
 	}
 	out.bind(cmd)
 	return cmd

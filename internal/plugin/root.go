@@ -73,6 +73,21 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
+// runE is a subcommand's RunE on one FencedLease: it checks -o, connects, and calls do
+// with the namespace and the name.
+func (o *Options) runE(out *output, do func(cmd *cobra.Command, c client.Client, ns, name string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := out.validate(); err != nil {
+			return err
+		}
+		c, ns, err := o.client()
+		if err != nil {
+			return err
+		}
+		return do(cmd, c, ns, args[0])
+	}
+}
+
 // completeNames offers the FencedLeases of the namespace for the first argument.
 func (o *Options) completeNames(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {

@@ -84,20 +84,13 @@ func (o *Options) statusCommand() *cobra.Command {
   kubectl fencedlease status invoices -n billing -o yaml`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeNames,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.validate(); err != nil {
-				return err
-			}
-			c, ns, err := o.client()
-			if err != nil {
-				return err
-			}
-			st, err := o.status(cmd, c, ns, args[0])
+		RunE: o.runE(&out, func(cmd *cobra.Command, c client.Client, ns, name string) error {
+			st, err := o.status(cmd, c, ns, name)
 			if err != nil {
 				return err
 			}
 			return out.print(o.Out, st, st.text)
-		},
+		}),
 	}
 	out.bind(cmd)
 	return cmd
