@@ -64,7 +64,12 @@ func (o *Options) revoke(ctx context.Context, c client.Client, ns, name string, 
 	if err := c.Patch(ctx, fl, patch); err != nil {
 		return fmt.Errorf("requesting the revocation: %w", err)
 	}
-	if out == "" {
+	switch {
+	case out != "":
+	case h.FirstRenewTime == nil:
+		fmt.Fprintf(o.Out, "revoke of token %d (pod %s) requested: it has not renewed yet, so it never ran and the operator revokes it at once\n",
+			h.Token, h.PodName)
+	default:
 		fmt.Fprintf(o.Out, "revoke of token %d (pod %s) requested: the operator cuts it off now and grants the next pod when its %ds lease has run out\n",
 			h.Token, h.PodName, h.LeaseDurationSeconds)
 	}

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -91,9 +92,17 @@ func (o *Options) history(cmd *cobra.Command, c client.Client, ns, name string) 
 		h.Entries = append(h.Entries, HistoryEntry{Time: rv.Time.Time, Reason: "Revoked", Type: corev1.EventTypeWarning,
 			Pod: rv.PodName, Source: "status", Message: fmt.Sprintf("revoked token %d of pod %s: %s", rv.Token, rv.PodName, rv.Reason)})
 	}
-	slices.SortStableFunc(h.Entries, func(a, b HistoryEntry) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(h.Entries, func(a, b HistoryEntry) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(endsBeforeStarts[a.Reason], endsBeforeStarts[b.Reason])
+	})
 	return h, nil
 }
+
+// endsBeforeStarts orders what one decision did (same time): a grant ends, then the next begins.
+var endsBeforeStarts = map[string]int{"RevokeRequested": 0, "Revoked": 1, "Released": 1, "Granted": 2}
 
 func (h *History) has(reason, pod string) bool {
 	return slices.ContainsFunc(h.Entries, func(e HistoryEntry) bool { return e.Reason == reason && e.Pod == pod })

@@ -132,6 +132,12 @@ func TestPlugin(t *testing.T) {
 		return got
 	}
 	waitFor(t, 10*time.Second, "a to be granted", func() bool { h := get().Status.Holder; return h != nil && h.PodName == "a" })
+	// Granted, not yet renewed: the operator's grant-time write is no renewal.
+	var starting plugin.Status
+	if out, err := kubectl("status", "invoices", "-o", "json"); err != nil || json.Unmarshal([]byte(out), &starting) != nil ||
+		starting.Holder == nil || starting.Holder.Confirmed || starting.Holder.SinceRenewal != nil {
+		t.Fatalf("status before the first renewal: %v\n%s", err, out)
+	}
 	a, err := holder.Start(ctx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -147,15 +147,14 @@ func holderStatus(h *fencingv1.Holder, lease *coordinationv1.Lease, now time.Tim
 		return hs // the grant has not reached the Lease yet
 	}
 	hs.LeaseHeld = lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == h.PodName
-	if rt := lease.Spec.RenewTime; rt != nil {
-		t := rt.Time
-		since := metav1.Duration{Duration: now.Sub(t)}
-		left := metav1.Duration{Duration: hs.LeaseDuration.Duration - since.Duration}
-		hs.LastRenewTime, hs.SinceRenewal, hs.TimeLeft = &t, &since, &left
-		if lease.Spec.AcquireTime != nil && !rt.Equal(lease.Spec.AcquireTime) {
-			hs.Confirmed = true
-		}
+	rt := lease.Spec.RenewTime
+	if rt == nil || lease.Spec.AcquireTime != nil && rt.Equal(lease.Spec.AcquireTime) {
+		return hs // only the operator's grant-time write: no renewal yet
 	}
+	t := rt.Time
+	since := metav1.Duration{Duration: now.Sub(t)}
+	left := metav1.Duration{Duration: hs.LeaseDuration.Duration - since.Duration}
+	hs.LastRenewTime, hs.SinceRenewal, hs.TimeLeft, hs.Confirmed = &t, &since, &left, true
 	return hs
 }
 
@@ -182,14 +181,12 @@ func (st *Status) text(w io.Writer) error {
 		case h.LeaseUnreadable:
 			fmt.Fprintf(tw, "Renewed:\tunknown: no permission to read Lease %s/%s\n", st.Namespace, st.Name)
 		case h.SinceRenewal == nil:
-			fmt.Fprintf(tw, "Renewed:\tnot yet (the grant is still being written)\n")
-		case !h.Confirmed:
-			fmt.Fprintf(tw, "Renewed:\tnot yet: starting (lease %s)\n", h.LeaseDuration.Duration)
+			fmt.Fprintf(tw, "Renewed:\tnot yet: starting (lease %s once it renews)\n", h.LeaseDuration.Duration)
 		default:
 			fmt.Fprintf(tw, "Renewed:\t%s ago, about %s left of its %s lease (the holder's clock against this one)\n",
 				ago(h.SinceRenewal.Duration), ago(max(h.TimeLeft.Duration, 0)), h.LeaseDuration.Duration)
 		}
-		if !h.LeaseHeld && !h.LeaseUnreadable && h.SinceRenewal != nil {
+		if !h.LeaseHeld && !h.LeaseUnreadable && h.Confirmed {
 			fmt.Fprintf(tw, "Lease:\tno longer names it: cut off or released; the operator ends the grant\n")
 		}
 	}
