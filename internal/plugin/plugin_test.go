@@ -14,12 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/hack/manifest"
 	"github.com/fencedlease/fencedlease/internal/plugin"
 	"github.com/fencedlease/fencedlease/pkg/holder"
 	"github.com/fencedlease/fencedlease/test/testenv"
@@ -263,13 +265,12 @@ func TestPluginErrorsAndCompletion(t *testing.T) {
 	}
 }
 
-// A reader with what the built-in view role gives (FencedLeases, pods, events; no Leases)
+// A reader with what the built-in view role gives (the bundle's viewer-role, which it
+// aggregates, and pods and events; no Leases)
 // sees status and history; status says it cannot show renewals, and revoke is refused.
 func TestPluginAsAViewer(t *testing.T) {
-	kubectl, c, _, _ := setupAs(t, []rbacv1.PolicyRule{
-		{APIGroups: []string{fencingv1.GroupVersion.Group}, Resources: []string{"fencedleases"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"get", "list", "watch"}},
-	})
+	kubectl, c, _, _ := setupAs(t, append(bundleRules(t, "viewer-role"),
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"get", "list", "watch"}}))
 	ctx := context.Background()
 	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"}}); err != nil {
 		t.Fatal(err)
@@ -292,4 +293,60 @@ func TestPluginAsAViewer(t *testing.T) {
 	if _, err := kubectl("revoke", "invoices"); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("revoke as a viewer: %v, want forbidden", err)
 	}
+}
+
+// An editor (the bundle's editor-role, which the built-in edit role aggregates, with what
+// edit gives on pods, events and Leases) may revoke, suspend and resume; a grant that never
+// renewed is revoked at once (its startup deadline is 5 minutes by default).
+func TestPluginAsAnEditor(t *testing.T) {
+	rules := bundleRules(t, "editor-role")
+	rules = append(rules,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "update"}})
+	kubectl, c, _, _ := setupAs(t, rules)
+	ctx := context.Background()
+	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, testenv.CandidatePod(ns, "a", "invoices")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a to be granted", func() bool {
+		out, err := kubectl("status", "invoices")
+		return err == nil && strings.Contains(out, "a, token 1")
+	})
+	for _, args := range [][]string{{"suspend", "invoices"}, {"resume", "invoices"}, {"revoke", "invoices", "--wait", "--timeout", "30s"}} {
+		if out, err := kubectl(args...); err != nil {
+			t.Fatalf("%v as an editor: %v\n%s", args, err, out)
+		}
+	}
+	// a never renewed (nothing runs it here), so it never ran: revoked at once, well
+	// before its startup deadline.
+	fl := &fencingv1.FencedLease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, fl); err != nil {
+		t.Fatal(err)
+	}
+	if rv := fl.Status.LastRevocation; rv == nil || rv.Token != 1 || rv.Reason != fencingv1.ReasonRevokeRequested {
+		t.Fatalf("last revocation %+v, want token 1 RevokeRequested", rv)
+	}
+}
+
+// bundleRules reads the rules of ClusterRole name from config/rbac/user_roles.yaml.
+func bundleRules(t *testing.T, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	objs, err := manifest.Read(filepath.Join(testenv.RepoRoot(), "config", "rbac", "user_roles.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" && o.GetName() == name {
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			return role.Rules
+		}
+	}
+	t.Fatalf("no ClusterRole %s in config/rbac/user_roles.yaml", name)
+	return nil
 }
