@@ -334,7 +334,13 @@ func TestPluginAsAnEditor(t *testing.T) {
 // bundleRules reads the rules of ClusterRole name from config/rbac/user_roles.yaml.
 func bundleRules(t *testing.T, name string) []rbacv1.PolicyRule {
 	t.Helper()
-	objs, err := manifest.Read(filepath.Join(testenv.RepoRoot(), "config", "rbac", "user_roles.yaml"))
+	return rulesIn(t, "user_roles.yaml", name)
+}
+
+// rulesIn reads the rules of ClusterRole name from config/rbac/file.
+func rulesIn(t *testing.T, file, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	objs, err := manifest.Read(filepath.Join(testenv.RepoRoot(), "config", "rbac", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,6 +353,28 @@ func bundleRules(t *testing.T, name string) []rbacv1.PolicyRule {
 			return role.Rules
 		}
 	}
-	t.Fatalf("no ClusterRole %s in config/rbac/user_roles.yaml", name)
+	t.Fatalf("no ClusterRole %s in config/rbac/%s", name, file)
 	return nil
+}
+
+// A holder's service account (the bundle's holder-role: its Lease, nothing else) cannot
+// ask to revoke anyone, nor suspend the FencedLease.
+func TestPluginAsAHolder(t *testing.T) {
+	kubectl, c, _, _ := setupAs(t, rulesIn(t, "holder_role.yaml", "holder-role"))
+	ctx := context.Background()
+	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"revoke", "invoices"}, {"suspend", "invoices"}} {
+		if _, err := kubectl(args...); err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("%v as a holder: %v, want forbidden", args, err)
+		}
+	}
+	fl := &fencingv1.FencedLease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, fl); err != nil {
+		t.Fatal(err)
+	}
+	if fl.Spec.Suspend || fl.Annotations[fencingv1.RevokeAnnotation] != "" {
+		t.Fatalf("a holder changed the FencedLease: %+v", fl)
+	}
 }
