@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,30 +81,7 @@ func writeKubeconfig(t *testing.T, env *envtest.Environment, c client.Client, ru
 			t.Fatal(err)
 		}
 	}
-	user, err := env.AddUser(u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: gave up after %v", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testenv.WriteKubeconfig(t, env, u, t.TempDir())
 }
 
 // The whole administrator's story: status shows the holder and the queue in grant
@@ -133,7 +109,7 @@ func TestPlugin(t *testing.T) {
 		}
 		return got
 	}
-	waitFor(t, 10*time.Second, "a to be granted", func() bool { h := get().Status.Holder; return h != nil && h.PodName == "a" })
+	testenv.WaitFor(t, 10*time.Second, "a to be granted", func() bool { h := get().Status.Holder; return h != nil && h.PodName == "a" })
 	// Granted, not yet renewed: the operator's grant-time write is no renewal.
 	var starting plugin.Status
 	if out, err := kubectl("status", "invoices", "-o", "json"); err != nil || json.Unmarshal([]byte(out), &starting) != nil ||
@@ -147,7 +123,7 @@ func TestPlugin(t *testing.T) {
 
 	// status, as data and as text.
 	var st plugin.Status
-	waitFor(t, 10*time.Second, "status to show a confirmed", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "status to show a confirmed", func() bool {
 		out, err := kubectl("status", "invoices", "-o", "json")
 		return err == nil && json.Unmarshal([]byte(out), &st) == nil && st.Holder != nil && st.Holder.Confirmed
 	})
@@ -212,7 +188,7 @@ func TestPlugin(t *testing.T) {
 	if out, err := kubectl("resume", "invoices", "-o", "json"); err != nil || !strings.Contains(out, `"kind": "FencedLease"`) {
 		t.Fatalf("resume -o json: %v\n%s", err, out)
 	}
-	waitFor(t, 10*time.Second, "c to be granted token 2", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "c to be granted token 2", func() bool {
 		h := get().Status.Holder
 		return h != nil && h.PodName == "c" && h.Token == 2
 	})
@@ -279,7 +255,7 @@ func TestPluginAsAViewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text string
-	waitFor(t, 10*time.Second, "status to show a holding", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "status to show a holding", func() bool {
 		out, err := kubectl("status", "invoices")
 		text = out
 		return err == nil && strings.Contains(out, "a, token 1")
@@ -311,7 +287,7 @@ func TestPluginAsAnEditor(t *testing.T) {
 	if err := c.Create(ctx, testenv.CandidatePod(ns, "a", "invoices")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a to be granted", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "a to be granted", func() bool {
 		out, err := kubectl("status", "invoices")
 		return err == nil && strings.Contains(out, "a, token 1")
 	})

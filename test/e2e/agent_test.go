@@ -35,7 +35,7 @@ func TestAgentBinary(t *testing.T) {
 	dir := t.TempDir()
 	bin := testenv.BuildAgent(t, dir)
 	state := filepath.Join(dir, "state")
-	podEnv := append(os.Environ(), "KUBECONFIG="+adminKubeconfig(t, env, dir), "FENCING_TOKEN=1",
+	podEnv := append(os.Environ(), "KUBECONFIG="+testenv.WriteKubeconfig(t, env, testenv.ShellAdmin, dir), "FENCING_TOKEN=1",
 		"FENCING_LEASE_NAME=invoices", "FENCING_LEASE_NAMESPACE="+ns, "FENCING_HOLDER_IDENTITY=a")
 	agent := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, append([]string{"agent"}, args...)...)
@@ -49,7 +49,7 @@ func TestAgentBinary(t *testing.T) {
 		}
 		return fl.Status.Holder
 	}
-	waitFor(t, 10*time.Second, "a to be granted token 1", func() bool { h := holder(); return h != nil && h.PodName == "a" })
+	testenv.WaitFor(t, 10*time.Second, "a to be granted token 1", func() bool { h := holder(); return h != nil && h.PodName == "a" })
 
 	if out, err := agent("--probe").CombinedOutput(); err == nil {
 		t.Fatalf("the startupProbe passed before any renewal:\n%s", out)
@@ -60,12 +60,12 @@ func TestAgentBinary(t *testing.T) {
 	if err := sidecar.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the startupProbe to pass", func() bool { return agent("--probe").Run() == nil })
+	testenv.WaitFor(t, 10*time.Second, "the startupProbe to pass", func() bool { return agent("--probe").Run() == nil })
 	var view struct {
 		State string `json:"state"`
 		Token int64  `json:"token"`
 	}
-	waitFor(t, 10*time.Second, "the state file to say Holding", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the state file to say Holding", func() bool {
 		raw, err := os.ReadFile(state)
 		return err == nil && json.Unmarshal(raw, &view) == nil && view.State == "Holding"
 	})
@@ -85,7 +85,7 @@ func TestAgentBinary(t *testing.T) {
 	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "b to be granted token 2 once a is deleted (lease 30 s)", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "b to be granted token 2 once a is deleted (lease 30 s)", func() bool {
 		h := holder()
 		return h != nil && h.PodName == "b" && h.Token == 2
 	})

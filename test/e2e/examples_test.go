@@ -34,7 +34,7 @@ func TestExamples(t *testing.T) {
 	t.Cleanup(func() { _ = env.Stop() })
 	dir := t.TempDir()
 	bin := testenv.BuildAgent(t, dir)
-	kubeconfig := adminKubeconfig(t, env, dir)
+	kubeconfig := testenv.WriteKubeconfig(t, env, testenv.ShellAdmin, dir)
 	python := "/usr/bin/python3" // Debian's, where python3-psycopg2 installs
 	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {
 		t.Fatalf("the Python example needs %s with psycopg2 (apt-get install python3-psycopg2; .ci/run does): %v\n%s", python, err, out)
@@ -73,7 +73,7 @@ func (e example) run(t *testing.T, ns, period string, command ...string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Process.Kill() })
-	waitFor(t, 30*time.Second, "a to charge acme", func() bool { return strings.Contains(aOut.String(), "charged acme for "+period+" with token 1") })
+	testenv.WaitFor(t, 30*time.Second, "a to charge acme", func() bool { return strings.Contains(aOut.String(), "charged acme for "+period+" with token 1") })
 	m := regexp.MustCompile(`started as pid (\d+)`).FindStringSubmatch(aOut.String())
 	if m == nil {
 		t.Fatalf("no pid in:\n%s", aOut.String())
@@ -84,7 +84,7 @@ func (e example) run(t *testing.T, ns, period string, command ...string) {
 	step("pausing holder a, the script and hold alike, past its lease")
 	_ = syscall.Kill(-script1, syscall.SIGSTOP)
 	_ = a.Process.Signal(syscall.SIGSTOP)
-	waitFor(t, 30*time.Second, "b to be granted token 2", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "b to be granted token 2", func() bool {
 		fl := &fencingv1.FencedLease{}
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, fl) == nil && fl.Status.Holder != nil &&
 			fl.Status.Holder.PodName == "b" && fl.Status.Holder.Token == 2
@@ -97,7 +97,7 @@ func (e example) run(t *testing.T, ns, period string, command ...string) {
 
 	step("a's script wakes first (its hold still paused) and tries its late charge")
 	_ = syscall.Kill(-script1, syscall.SIGCONT)
-	waitFor(t, 30*time.Second, "a's late write to be refused", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "a's late write to be refused", func() bool {
 		return strings.Contains(aOut.String(), "stale fencing token 1 for invoices/"+ns+"/invoices")
 	})
 	_ = a.Process.Signal(syscall.SIGCONT)

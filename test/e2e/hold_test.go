@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/test/testenv"
@@ -35,7 +33,7 @@ func TestHold(t *testing.T) {
 	candidates(t, c, cfg, ns, 3)
 	dir := t.TempDir()
 	bin := testenv.BuildAgent(t, dir)
-	kubeconfig := adminKubeconfig(t, env, dir)
+	kubeconfig := testenv.WriteKubeconfig(t, env, testenv.ShellAdmin, dir)
 	hold := func(pod string, command ...string) *exec.Cmd {
 		return holdCommand(bin, kubeconfig, ns, pod, nil, command...)
 	}
@@ -56,7 +54,7 @@ func TestHold(t *testing.T) {
 	}
 	exited := time.Now()
 	var next *fencingv1.Holder
-	waitFor(t, 10*time.Second, "b to be granted token 2", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "b to be granted token 2", func() bool {
 		fl := &fencingv1.FencedLease{}
 		if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, fl) != nil || fl.Status.Holder == nil {
 			return false
@@ -73,7 +71,7 @@ func TestHold(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "b's command to start", func() bool { return strings.Contains(buf.String(), "started") })
+	testenv.WaitFor(t, 10*time.Second, "b's command to start", func() bool { return strings.Contains(buf.String(), "started") })
 	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -88,24 +86,6 @@ func TestHold(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("hold did not stop after the grant ended:\n%s", buf.String())
 	}
-}
-
-// adminKubeconfig writes a kubeconfig for a cluster admin of env, as a shell user has.
-func adminKubeconfig(t *testing.T, env *envtest.Environment, dir string) string {
-	t.Helper()
-	user, err := env.AddUser(envtest.User{Name: "shell", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "shell.kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // candidates creates namespace ns with a controller watching it, a FencedLease "invoices"

@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -49,7 +48,7 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 	}
 	bin := testenv.BuildOperator(t, dir)
 	a := testenv.StartManager(t, env, bin, dir, "manager-a", testenv.ReplicaFlags...)
-	waitFor(t, 30*time.Second, "manager-a to lead", func() bool { return a.Leading() })
+	testenv.WaitFor(t, 30*time.Second, "manager-a to lead", func() bool { return a.Leading() })
 	b := testenv.StartManager(t, env, bin, dir, "manager-b", testenv.ReplicaFlags...)
 
 	// Churn: pods that never renew, each granted and revoked at the 1 s startup deadline.
@@ -68,14 +67,14 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "a few grants by manager-a", func() bool { return transitions(c, fl) >= 3 })
+	testenv.WaitFor(t, 30*time.Second, "a few grants by manager-a", func() bool { return transitions(c, fl) >= 3 })
 
 	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
 	before := transitions(c, fl)
-	waitFor(t, 30*time.Second, "manager-b to lead and grant", func() bool { return b.Leading() && transitions(c, fl) > before })
+	testenv.WaitFor(t, 30*time.Second, "manager-b to lead and grant", func() bool { return b.Leading() && transitions(c, fl) > before })
 	time.Sleep(time.Until(stopped.Add(5 * time.Second))) // paused well past its 3 s lease
 	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -120,15 +119,6 @@ func transitions(c client.Client, fl *fencingv1.FencedLease) int64 {
 		return -1
 	}
 	return got.Status.Transitions
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 type write struct {

@@ -73,7 +73,7 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var cfg *rest.Config
-	waitFor(t, 60*time.Second, "the embedded control plane's kubeconfig", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the embedded control plane's kubeconfig", func() bool {
 		raw, err := os.ReadFile(kubeconfig)
 		if err == nil {
 			cfg, err = clientcmd.RESTConfigFromKubeConfig(raw)
@@ -87,23 +87,23 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 
 	// A grant through the webhook, and a pod the webhook refuses (its FencedLease is missing).
 	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "invoices"}}
-	waitFor(t, 60*time.Second, "the CRD", func() bool { return c.Create(ctx, fl) == nil })
+	testenv.WaitFor(t, 60*time.Second, "the CRD", func() bool { return c.Create(ctx, fl) == nil })
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p1", Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work"}}}}
-	waitFor(t, 60*time.Second, "the webhook to admit a pod", func() bool { return c.Create(ctx, pod.DeepCopy()) == nil })
+	testenv.WaitFor(t, 60*time.Second, "the webhook to admit a pod", func() bool { return c.Create(ctx, pod.DeepCopy()) == nil })
 	orphan := pod.DeepCopy()
 	orphan.Name, orphan.Labels[fencingv1.LeaseLabel] = "p2", "missing"
 	if err := c.Create(ctx, orphan); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("the webhook admitted a pod naming a missing FencedLease: %v", err)
 	}
-	waitFor(t, 60*time.Second, "p1 to be granted", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "p1 to be granted", func() bool {
 		return c.Get(ctx, client.ObjectKeyFromObject(pod), pod) == nil && pod.Annotations[fencingv1.TokenAnnotation] == "1"
 	})
 
 	// p1 is granted and has not renewed: its FencedLease is not Ready, the only time
 	// fencedlease_not_ready has a series. Scrape it now.
 	have := map[string]bool{}
-	waitFor(t, 60*time.Second, "the not-Ready series of a starting holder", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the not-Ready series of a starting holder", func() bool {
 		page, err := scrape("http://" + metricsAddr + "/metrics")
 		addNames(have, page)
 		return err == nil && have["fencedlease_not_ready"]
@@ -132,7 +132,7 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 		t.Fatalf("stale write: %v", err)
 	}
 
-	waitFor(t, 60*time.Second, "the operator to lead", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the operator to lead", func() bool {
 		page, err := scrape("http://" + metricsAddr + "/metrics")
 		addNames(have, page)
 		return err == nil && strings.Contains(page, "leader_election_master_status{") && have["controller_runtime_webhook_requests_total"]

@@ -100,7 +100,7 @@ func TestMetricsAreServedOnlyToAuthorizedScrapers(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		return resp, string(body), err
 	}
-	waitFor(t, 60*time.Second, "/metrics to answer over HTTPS", func() bool { _, _, err := get(""); return err == nil })
+	testenv.WaitFor(t, 60*time.Second, "/metrics to answer over HTTPS", func() bool { _, _, err := get(""); return err == nil })
 
 	for _, tc := range []struct {
 		who    string
