@@ -41,6 +41,7 @@ func main() {
 
 type options struct {
 	metricsAddr, probeAddr string
+	pprofAddr              string
 	metrics                metricsOptions
 	gracefulShutdown       time.Duration
 	leader                 leaderOptions
@@ -58,6 +59,8 @@ func runManager() error {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	o.metrics.bind(flag.CommandLine)
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		"Address of Go's /debug/pprof endpoints (heap and CPU profiles), unauthenticated: bind it to 127.0.0.1 and reach it with kubectl port-forward. Empty disables it.")
 	flag.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second,
 		"How long the manager waits, on SIGTERM, for in-flight reconciles to finish before it releases leadership and exits; keep the pod's terminationGracePeriodSeconds longer.")
 	o.leader.bind(flag.CommandLine)
@@ -80,6 +83,11 @@ func runManager() error {
 
 	if err := o.leader.validate(); err != nil {
 		return err
+	}
+	if soft, err := memoryLimitFromEnv(); err != nil {
+		return err
+	} else if soft > 0 {
+		ctrl.Log.Info("Go memory limit set from the container's", "bytes", soft, "share", goMemoryShare)
 	}
 	ctx := ctrl.SetupSignalHandler()
 	cfg, lcp, err := restConfig(o)
@@ -111,6 +119,7 @@ func runManager() error {
 		Scheme:                              scheme,
 		Metrics:                             o.metrics.server(o.metricsAddr),
 		HealthProbeBindAddress:              o.probeAddr,
+		PprofBindAddress:                    o.pprofAddr,
 		LeaderElection:                      o.leader.enabled,
 		LeaderElectionResourceLockInterface: lock,
 		LeaseDuration:                       &o.leader.leaseDuration,

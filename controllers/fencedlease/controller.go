@@ -44,6 +44,7 @@ type Reconciler struct {
 	// never reconciled twice at once); 0 means 1.
 	MaxConcurrentReconciles int
 
+	pods      podLister
 	tracker   *renewalTracker
 	recovery  *recovery
 	ownWrites *ownWrites
@@ -112,10 +113,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if fl.DeletionTimestamp == nil && controllerutil.AddFinalizer(fl, fencingv1.Finalizer) {
 		from := fl.ResourceVersion
-		if err := r.Update(ctx, fl); err != nil {
+		err := r.Update(ctx, fl)
+		r.ownWrites.after(fl.UID, from, err)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		r.ownWrites.wrote(fl.UID, from)
 	}
 	if fl.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(fl, fencingv1.Finalizer) {
 		return ctrl.Result{}, nil
@@ -179,11 +181,9 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 	if w.lease, err = r.readLease(ctx, client.ObjectKeyFromObject(fl)); err != nil {
 		return w, err
 	}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(fl.Namespace), client.MatchingFields{podLeaseIndex: fl.Name}); err != nil {
+	if w.pods, err = r.pods.forLease(fl.Namespace, fl.Name); err != nil {
 		return w, err
 	}
-	w.pods = pods.Items
 	if h := fl.Status.Holder; h != nil {
 		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil {
 			// Not among the labeled pods: gone, or still there without its label.
@@ -284,10 +284,11 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, lease *coordinationv1.Le
 	cleared := lease.DeepCopy()
 	cleared.Spec.HolderIdentity = nil
 	delete(cleared.Annotations, fencingv1.HolderUIDAnnotation)
-	if err := r.Update(ctx, cleared); err != nil {
+	err := r.Update(ctx, cleared)
+	r.ownWrites.after(lease.UID, lease.ResourceVersion, err)
+	if err != nil {
 		return nil, err
 	}
-	r.ownWrites.wrote(lease.UID, lease.ResourceVersion)
 	return cleared, nil
 }
 
@@ -300,10 +301,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease,
 	}
 	fl.Status = d.status
 	from := fl.ResourceVersion
-	if err := r.Status().Update(ctx, fl); err != nil {
+	err := r.Status().Update(ctx, fl)
+	r.ownWrites.after(fl.UID, from, err)
+	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
-	r.ownWrites.wrote(fl.UID, from)
 	if h := d.granted; h != nil {
 		r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, nil)
 	}
@@ -366,9 +368,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Metrics == nil {
 		r.Metrics = NewMetrics(nil)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podLeaseIndex, podLease); err != nil {
-		return fmt.Errorf("indexing pods by FencedLease: %w", err)
+	pods, err := newPodCache(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
 	}
+	if err := mgr.Add(pods); err != nil {
+		return err
+	}
+	r.pods = pods
 	r.tracker = newRenewalTracker(r.Clock)
 	r.ownWrites = newOwnWrites(r.Clock)
 	r.recovery = newRecovery(r.APIReader, r.Client)
@@ -380,7 +387,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// to the Lease and the pods.
 		For(&fencingv1.FencedLease{}, builder.WithPredicates(r.notStatusOnly())).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
+		WatchesRawSource(pods.source(handler.EnqueueRequestsFromMapFunc(byLabel))).
 		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
 		Named("fencedlease").
 		WithOptions(controller.Options{

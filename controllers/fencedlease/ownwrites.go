@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -53,6 +54,17 @@ func (o *ownWrites) landed(uid types.UID, resourceVersion string) bool {
 		return false
 	}
 	return slices.Contains(o.from[uid].resourceVersions, resourceVersion)
+}
+
+// after records what a write over version resourceVersion of object uid showed: written
+// over if it succeeded, and superseded just the same if it was refused on that version
+// (someone else wrote since — under load, a holder's renewal the cache has not shown
+// yet). Either way a reconcile that still reads that version waits for the watch to
+// bring the newer one, instead of sending writes bound to fail on it again.
+func (o *ownWrites) after(uid types.UID, resourceVersion string, err error) {
+	if err == nil || apierrors.IsConflict(err) {
+		o.wrote(uid, resourceVersion)
+	}
 }
 
 // wrote records a write over version resourceVersion of object uid.

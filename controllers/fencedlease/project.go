@@ -80,11 +80,9 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 	if equality.Semantic.DeepEqual(lease, want) {
 		return nil
 	}
-	if err := r.Update(ctx, want); err != nil {
-		return err
-	}
-	r.ownWrites.wrote(lease.UID, lease.ResourceVersion)
-	return nil
+	err := r.Update(ctx, want)
+	r.ownWrites.after(lease.UID, lease.ResourceVersion, err)
+	return err
 }
 
 // syncPods makes the pods show the status: a former holder is marked Revoked or
@@ -167,10 +165,11 @@ func (r *Reconciler) patchPod(ctx context.Context, p *corev1.Pod, mutate func(*c
 	if equality.Semantic.DeepEqual(before, p) {
 		return nil
 	}
-	if err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	r.ownWrites.after(before.UID, before.ResourceVersion, err)
+	if err != nil {
 		return fmt.Errorf("updating pod %s: %w", p.Name, err)
 	}
-	r.ownWrites.wrote(before.UID, before.ResourceVersion)
 	return nil
 }
 

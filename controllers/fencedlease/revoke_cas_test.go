@@ -35,6 +35,16 @@ func (r *afterLeaseRead) Get(ctx context.Context, k client.ObjectKey, obj client
 	return err
 }
 
+// labeledPods lists pods by their lease label straight from a client: the podLister of
+// unit tests that run the reconciler on a fake API server.
+type labeledPods struct{ client.Reader }
+
+func (l labeledPods) forLease(ns, name string) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	err := l.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{fencingv1.LeaseLabel: name})
+	return pods.Items, err
+}
+
 // casFixture is pod a holding token 1 on a 10 s lease, granted and seen at t0, with b
 // waiting, in a fake API server.
 type casFixture struct {
@@ -58,13 +68,13 @@ func newCASFixture(t *testing.T) *casFixture {
 	a, b := pod("a", t0), pod("b", t0.Add(time.Second))
 	a.Annotations = map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodHolding), fencingv1.TokenAnnotation: "1"}
 	a.Spec.SchedulingGates = nil
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fl, lease, &a, &b).WithIndex(&corev1.Pod{}, podLeaseIndex, podLease).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fl, lease, &a, &b).
 		WithStatusSubresource(&fencingv1.FencedLease{}).Build()
 	clock := clocktesting.NewFakeClock(t0)
 	reader := &afterLeaseRead{Client: c}
 	// The Lease is read through the (cached) client: the hook sits there, and on the
 	// uncached reader for the reads that fall back to it.
-	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry())}
+	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
 	r.tracker = newRenewalTracker(clock)
 	f := &casFixture{c: c, clock: clock, r: r, reader: reader}
 	f.reconcile(t) // the controller sees the grant at t0

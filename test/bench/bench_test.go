@@ -17,7 +17,8 @@ var (
 	scaleN   = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
 	waiting  = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
 	only     = flag.String("bench.only", "grant,handoff,single,mass,burst,scale", "The measurements to run, comma-separated.")
-	memLimit = flag.String("bench.operator-memlimit", "256MiB", "GOMEMLIMIT for the operator binary, as the Deployment sets it from its memory limit; empty for none.")
+	heapProf = flag.String("bench.heap-profile", "", "Where to save the operator's heap profile at the end of the scale run (go tool pprof reads it); its top is logged. Empty: none.")
+	memLimit = flag.String("bench.operator-memory-limit", "256Mi", "The container memory limit the operator is told of, as the Deployment tells it (FENCEDLEASE_MEMORY_LIMIT, from resources.limits.memory); empty for none.")
 )
 
 func want(name string) bool { return slices.Contains(strings.Split(*only, ","), name) }

@@ -342,6 +342,7 @@ func (b *bench) scale(n, waiting int, d time.Duration) {
 	size, series := b.metricsSize()
 	b.add(fmt.Sprintf("operator RSS with %d FencedLeases and %d pods", n, n*(waiting+1)), b.rss(), "—", "")
 	b.add(fmt.Sprintf("/metrics at %d FencedLeases", n), fmt.Sprintf("%.2f MB, %d series", float64(size)/1e6, series), "—", "")
+	b.saveHeapProfile()
 }
 
 func keyed(ns string, leases, holders []string) map[string]string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,6 +38,7 @@ type bench struct {
 	// API server's write rate.
 	cgLeader, cgWaiter, floor kubernetes.Interface
 	op                        *testenv.Manager
+	pprof                     string // the operator's /debug/pprof address
 	audit                     string
 	leases                    *leaseWatch
 	holders                   *holders
@@ -83,10 +85,14 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	observer := b.userClient("observer")
 	b.leases = watchLeases(ctx, observer)
 	b.holders = runHolders(ctx, b.userConfig("holders"))
-	// The operator's Go runtime keeps its heap under the limit the Deployment gives it.
-	t.Setenv("GOMEMLIMIT", *memLimit)
+	// The operator's Go runtime keeps its memory under the limit the Deployment gives it.
+	if *memLimit != "" {
+		limit := resource.MustParse(*memLimit)
+		t.Setenv("FENCEDLEASE_MEMORY_LIMIT", strconv.FormatInt(limit.Value(), 10))
+	}
+	b.pprof = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	b.op = testenv.StartManager(t, env, testenv.BuildOperator(t, dir), dir, operatorUser,
-		"--leader-elect=false", "--webhook=false", "--health-probe-bind-address=0")
+		"--leader-elect=false", "--webhook=false", "--health-probe-bind-address=0", "--pprof-bind-address="+b.pprof)
 	return b
 }
 
