@@ -332,6 +332,8 @@ func (b *bench) scale(n, waiting int, d time.Duration) {
 	ts := b.await(keyed(ns, leases, make([]string, n)), 30*time.Minute)
 	took := latest(ts).Sub(start)
 	b.add(fmt.Sprintf("%d FencedLeases (lease %v), %d pods each: all granted after", n, d, waiting+1), ms(took), "—", "")
+	b.add(fmt.Sprintf("holders that gave up on their own deadline while %d were granted", n),
+		fmt.Sprintf("%d of %d", b.holders.gaveUpIn(ns), n), "—", "")
 	time.Sleep(d) // every holder has renewed a few times; the operator has recorded it
 	from, renewed := time.Now(), b.holders.renewalsIn(ns)
 	time.Sleep(d)
