@@ -104,9 +104,10 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 // steadyState counts the operator's requests while n holders renew and n pods wait.
 func (b *bench) steadyState(ns string, n int, d time.Duration) {
 	const window = 20 * time.Second
-	from, renewed := time.Now(), b.holders.renewalsIn(ns)
+	from, renewed, cpu := time.Now(), b.holders.renewalsIn(ns), b.startCPU()
 	time.Sleep(window)
 	to, renewals := time.Now(), b.holders.renewalsIn(ns)-renewed
+	b.add(fmt.Sprintf("CPU while %d holders renew (lease %v) and %d pods wait", n, d, n), cpu.String(), "—", "")
 	req := b.operatorRequests(ns, from, to)
 	b.t.Logf("steady state %s: %d renewals, operator requests %v", ns, renewals, req)
 	b.add(fmt.Sprintf("operator requests per renewal, %d holders renewing, %d waiting (lease %v, %d renewals in %v)", n, n, d, renewals, window),
@@ -170,9 +171,10 @@ func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
 // clientgoSteadyState counts client-go's requests while n leaders renew and n wait.
 func (b *bench) clientgoSteadyState(ns string, n int, t timings) {
 	const window = 20 * time.Second
-	from := time.Now()
+	from, cpu := time.Now(), b.startCPU()
 	time.Sleep(window)
 	to := time.Now()
+	b.add(fmt.Sprintf("client-go %v: CPU while %d leaders renew and %d candidates wait", t, n, n), "—", cpu.String(), "")
 	leaders := b.requestsOf(leaderUser, ns, from, to)
 	waiters := b.requestsOf(waiterUser, ns, from, to)
 	b.t.Logf("client-go steady state %s: leaders %v, waiters %v", ns, leaders, waiters)
