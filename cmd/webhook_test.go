@@ -31,11 +31,7 @@ import (
 // operator provisions its serving certificate, injects the CA, and serves TLS for the
 // Service's DNS name; only then is it ready.
 func TestWebhookCertificates(t *testing.T) {
-	env, cfg, c, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
+	_, cfg, c := testenv.StartT(t)
 	ctx := context.Background()
 	const ns = "fencedlease-system"
 	t.Setenv("POD_NAMESPACE", ns)

@@ -6,19 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // GrantOrder's first pod is the one decide grants when the grant ends: oldest first, and
 // a hand-off's successor ahead of older pods.
 func TestGrantOrderIsDecideOrder(t *testing.T) {
-	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
-	fl := newFL(10)
-	fl.Spec.HandoffGracePeriodSeconds = 5
-	pods := rollout() // a, b (older revision), n (newer)
-	stepHandoff(tr, c, fl, nil, pods, nil)
-	h := fl.Status.Holder.DeepCopy()
+	c, tr, fl, pods, h := grantedRollout(10, 5) // a, b (older revision), n (newer)
 	if got := names(GrantOrder(pods, &fl.Status)); got != "b n" {
 		t.Fatalf("before the hand-off: %q, want oldest first", got)
 	}

@@ -49,14 +49,20 @@ func rollout() []corev1.Pod {
 	return []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second)), pod("n", t0.Add(2*time.Second))}
 }
 
-func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
+// grantedRollout is a FencedLease of lease d seconds and hand-off grace period grace whose
+// first decision, at t0, granted a of rollout(); h is that grant.
+func grantedRollout(d, grace int32) (*clocktesting.FakeClock, *renewalTracker, *fencingv1.FencedLease, []corev1.Pod, *fencingv1.Holder) {
 	c := clocktesting.NewFakeClock(t0)
 	tr := newRenewalTracker(c)
-	fl := newFL(10)
-	fl.Spec.HandoffGracePeriodSeconds = 5
+	fl := newFL(d)
+	fl.Spec.HandoffGracePeriodSeconds = grace
 	pods := rollout()
 	stepHandoff(tr, c, fl, nil, pods, nil)
-	h := fl.Status.Holder.DeepCopy()
+	return c, tr, fl, pods, fl.Status.Holder.DeepCopy()
+}
+
+func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
+	c, tr, fl, pods, h := grantedRollout(10, 5)
 
 	c.Step(time.Second)
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Second)), pods, &pods[2])
@@ -95,13 +101,7 @@ func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
 }
 
 func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
-	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
-	fl := newFL(10)
-	fl.Spec.HandoffGracePeriodSeconds = 5
-	pods := rollout()
-	stepHandoff(tr, c, fl, nil, pods, nil)
-	h := fl.Status.Holder.DeepCopy()
+	c, tr, fl, pods, h := grantedRollout(10, 5)
 	c.Step(time.Second)
 	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Second)), pods, &pods[2]) // asked at +1s
 
@@ -135,13 +135,7 @@ func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 }
 
 func TestHandoffGraceRestartsWithTheController(t *testing.T) {
-	c := clocktesting.NewFakeClock(t0)
-	fl := newFL(10)
-	fl.Spec.HandoffGracePeriodSeconds = 5
-	pods := rollout()
-	tr := newRenewalTracker(c)
-	stepHandoff(tr, c, fl, nil, pods, nil)
-	h := fl.Status.Holder.DeepCopy()
+	c, tr, fl, pods, h := grantedRollout(10, 5)
 	stepHandoff(tr, c, fl, leaseFor(h, t0), pods, &pods[2])
 
 	c.Step(4 * time.Second)
@@ -154,13 +148,7 @@ func TestHandoffGraceRestartsWithTheController(t *testing.T) {
 // A holder asked to hand off that stops renewing expires as any other would: the
 // request does not extend its lease, nor is a plain expiry called a hand-off timeout.
 func TestDrainingHolderStillExpires(t *testing.T) {
-	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
-	fl := newFL(3)
-	fl.Spec.HandoffGracePeriodSeconds = 60
-	pods := rollout()
-	stepHandoff(tr, c, fl, nil, pods, nil)
-	h := fl.Status.Holder.DeepCopy()
+	c, tr, fl, pods, h := grantedRollout(3, 60)
 	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, &pods[2])
 	c.Step(3*time.Second + time.Millisecond)
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, nil)

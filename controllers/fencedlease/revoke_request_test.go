@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	clocktesting "k8s.io/utils/clock/testing"
-
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
@@ -13,12 +11,7 @@ import (
 // runs out, never earlier; it names a token, so it never reaches a later grant; and a
 // controller that restarts between the cut-off and the revocation still waits.
 func TestRevokeRequestCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
-	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
-	fl := newFL(10)
-	pods := rollout()
-	stepHandoff(tr, c, fl, nil, pods, nil)
-	h := fl.Status.Holder.DeepCopy()
+	c, tr, fl, pods, h := grantedRollout(10, 0)
 	c.Step(time.Second)
 	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Second)), pods, nil) // renewed at +1s
 
@@ -70,12 +63,7 @@ func TestRevokeRequestCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 // revocation's compare-and-swap on the Lease refuses a first renewal in flight), and the
 // next pod is granted in the same decision.
 func TestRevokeRequestOfAGrantThatNeverRenewedIsImmediate(t *testing.T) {
-	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
-	fl := newFL(10)
-	pods := rollout()
-	stepHandoff(tr, c, fl, nil, pods, nil)
-	h := fl.Status.Holder.DeepCopy()
+	c, tr, fl, pods, h := grantedRollout(10, 0)
 	c.Step(time.Second)
 	fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0), pods, nil) // the Lease as granted: renewTime = acquireTime

@@ -32,11 +32,7 @@ import (
 func installed(t *testing.T) (client.Client, []*unstructured.Unstructured, func() *testenv.Controller) {
 	t.Helper()
 	logf.SetLogger(logr.Discard())
-	env, cfg, c, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	_, cfg, c := testenv.StartT(t)
 	objs, err := manifest.Read(filepath.Join(testenv.RepoRoot(), "dist", "install.yaml"))
 	if err != nil {
 		t.Fatal(err)

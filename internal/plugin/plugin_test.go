@@ -41,11 +41,7 @@ func setup(t *testing.T) (kubectl, client.Client, *kubernetes.Clientset) {
 // namespace (nil: a cluster admin).
 func setupAs(t *testing.T, rules []rbacv1.PolicyRule) (kubectl, client.Client, *kubernetes.Clientset, *envtest.Environment) {
 	t.Helper()
-	env, cfg, c, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, cfg, c := testenv.StartT(t)
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)

@@ -24,11 +24,7 @@ import (
 // after it, the state file says Holding with the token, and on SIGTERM (the pod stopping)
 // it exits 0 and leaves the grant to the operator, which ends it with the pod.
 func TestAgentBinary(t *testing.T) {
-	env, cfg, c, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, cfg, c := testenv.StartT(t)
 	ctx := context.Background()
 	const ns = "sidecar"
 	candidates(t, c, cfg, ns, 30) // a lease far longer than the test: only a release hands over

@@ -27,11 +27,7 @@ import (
 // every customer is charged once.
 func TestExamples(t *testing.T) {
 	dsn := testenv.StartPostgres(t)
-	env, cfg, c, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, cfg, c := testenv.StartT(t)
 	dir := t.TempDir()
 	bin := testenv.BuildAgent(t, dir)
 	kubeconfig := testenv.WriteKubeconfig(t, env, testenv.ShellAdmin, dir)

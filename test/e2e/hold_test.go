@@ -23,11 +23,7 @@ import (
 // command with the token, exits with the command's status and hands over at once; when
 // the grant moves on it stops the command and exits 75.
 func TestHold(t *testing.T) {
-	env, cfg, c, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, cfg, c := testenv.StartT(t)
 	ctx := context.Background()
 	const ns = "hold"
 	candidates(t, c, cfg, ns, 3)

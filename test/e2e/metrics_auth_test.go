@@ -26,11 +26,7 @@ import (
 // one bound to it the page; and the operator's own role allows the two reviews.
 func TestMetricsAreServedOnlyToAuthorizedScrapers(t *testing.T) {
 	dir := t.TempDir()
-	env, cfg, c, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, cfg, c := testenv.StartT(t)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 

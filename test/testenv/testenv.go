@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +79,18 @@ func New() (*envtest.Environment, error) {
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 		BinaryAssetsDirectory: assets,
 	}, nil
+}
+
+// StartT is Start for one test: it fails the test when the control plane cannot start,
+// and stops it when the test ends.
+func StartT(t testing.TB) (*envtest.Environment, *rest.Config, client.WithWatch) {
+	t.Helper()
+	env, cfg, c, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env, cfg, c
 }
 
 // Start starts a control plane with the CRDs and returns it with an uncached client.
