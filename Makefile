@@ -76,15 +76,19 @@ chart: $(KUSTOMIZE) build-installer ## Regenerate charts/fencedlease's CRD and t
 	$(KUSTOMIZE) build config/prometheus > $(BIN)/chart-prometheus.yaml
 	go run ./hack/chartgen -bundle dist/install.yaml -certmanager $(BIN)/chart-certmanager.yaml -prometheus $(BIN)/chart-prometheus.yaml -out charts/fencedlease
 
+.PHONY: api-list
+api-list: ## List the exported Go API of api/... and pkg/... into api/exported/ (hack/apilist); a change there goes in CHANGELOG.md.
+	go run ./hack/apilist -out api/exported ./api/... ./pkg/...
+
 .PHONY: verify
-verify: generate manifests build-installer rules chart ## Fail when generated files or go.mod are stale.
+verify: generate manifests build-installer rules chart api-list ## Fail when generated files, the exported API listings or go.mod are stale.
 	go mod tidy
 	$(KUSTOMIZE) build config/certmanager >/dev/null
 	$(KUSTOMIZE) build config/samples >/dev/null
 	$(KUSTOMIZE) build config/prometheus >/dev/null
 	$(KUSTOMIZE) build config/grafana >/dev/null
 	@if [ -n "$$(git status --porcelain -- api config dist charts go.mod go.sum)" ]; then \
-		echo "generated files are stale; run 'make generate manifests build-installer rules chart' and 'go mod tidy' and commit:"; \
+		echo "generated files are stale; run 'make generate manifests build-installer rules chart api-list' and 'go mod tidy' and commit (an api/exported change is a change to the public Go API: note it in CHANGELOG.md):"; \
 		git status --porcelain -- api config dist charts go.mod go.sum; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: build-installer

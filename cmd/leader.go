@@ -10,10 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/utils/clock"
 
 	"github.com/fencedlease/fencedlease/controllers/leadership"
 )
@@ -66,18 +64,5 @@ func leaderLock(cfg *rest.Config, o leaderOptions, reg prometheus.Registerer) (r
 	if err != nil {
 		return nil, nil, err
 	}
-	lcfg := rest.CopyConfig(cfg)
-	lcfg.UserAgent = "fencedlease/leader-election"
-	lcfg.Timeout = max(o.renewDeadline/2, time.Second) // a hung request must not eat the whole renew deadline
-	cs, err := kubernetes.NewForConfig(lcfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, "fencedlease-operator", cs.CoreV1(), cs.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
-	if err != nil {
-		return nil, nil, err
-	}
-	guard := leadership.NewGuard(clock.RealClock{}, o.renewDeadline, reg)
-	return guard.Lock(lock), guard, nil
+	return leadership.NewLock(cfg, ns, "fencedlease-operator", host+"_"+string(uuid.NewUUID()), o.renewDeadline, reg)
 }

@@ -11,9 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
@@ -23,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
 	"github.com/fencedlease/fencedlease/internal/agentcmd"
@@ -64,7 +60,7 @@ func runManager() error {
 	flag.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second,
 		"How long the manager waits, on SIGTERM, for in-flight reconciles to finish before it releases leadership and exits; keep the pod's terminationGracePeriodSeconds longer.")
 	o.leader.bind(flag.CommandLine)
-	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 64,
+	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", fencedlease.DefaultConcurrency,
 		"How many FencedLeases are reconciled at once: a reconcile mostly waits on the API server, so a mass failover needs many in flight to use the server's write rate (one FencedLease is never reconciled twice at once).")
 	flag.Float64Var(&o.qps, "kube-api-qps", 2000,
 		"Client-side limit of requests per second to the API server. A mass failover costs about six writes per FencedLease, so the default leaves the limit to the server's own priority and fairness.")
@@ -104,9 +100,7 @@ func runManager() error {
 	// The client's defaults (20 per second) would take minutes over a mass failover.
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(fencingv1.AddToScheme(scheme))
+	scheme := fencedlease.NewScheme()
 
 	var guard *leadership.Guard
 	var lock resourcelock.Interface
@@ -133,20 +127,13 @@ func runManager() error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	writer := mgr.GetClient()
-	if guard != nil {
-		writer = guard.Client(writer) // the leader fences itself
-	}
-	r := &fencedlease.Reconciler{
-		Client:    writer,
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("fencedlease-controller"),
-		Clock:     clock.RealClock{},
-		Metrics:   fencedlease.NewMetrics(metrics.Registry),
-
+	if _, err := fencedlease.Setup(mgr, fencedlease.Options{
+		Guard:                   guard, // the leader fences itself
+		Unelected:               !o.leader.enabled,
+		Clock:                   clock.RealClock{},
+		Metrics:                 fencedlease.NewMetrics(metrics.Registry),
 		MaxConcurrentReconciles: o.concurrency,
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	}); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
 	}
 	if err := setupWebhook(mgr, o.webhook); err != nil {

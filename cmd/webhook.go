@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 )
@@ -81,10 +80,13 @@ func setupWebhook(mgr ctrl.Manager, o webhookOptions) error {
 	} else {
 		close(ready)
 	}
+	h, err := podwebhook.NewHandler(mgr.GetAPIReader(), mgr.GetScheme(), o.agentImage)
+	if err != nil {
+		return err
+	}
 	go func() {
 		<-ready
-		srv := mgr.GetWebhookServer()
-		(&podwebhook.Handler{Reader: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), AgentImage: o.agentImage}).Register(srv)
+		h.Register(mgr.GetWebhookServer())
 	}()
 	// Not ready until the webhook serves: a labeled pod must never find it missing.
 	return mgr.AddReadyzCheck("webhook", func(r *http.Request) error {

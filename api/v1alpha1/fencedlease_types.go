@@ -189,6 +189,19 @@ const (
 	ReasonRevokeRequested RevocationReason = "RevokeRequested"
 )
 
+// ReleaseReason says why a grant ended without fault (a revocation takes it away). It is
+// the reason of the Released event and the label of fencedlease_releases_total.
+type ReleaseReason string
+
+const (
+	// ReleasePodFinished: the holder pod succeeded or failed.
+	ReleasePodFinished ReleaseReason = "PodFinished"
+	// ReleasePodDeleted: the holder pod is gone.
+	ReleasePodDeleted ReleaseReason = "PodDeleted"
+	// ReleaseLeaseReleased: the holder cleared holderIdentity on its own Lease.
+	ReleaseLeaseReleased ReleaseReason = "LeaseReleased"
+)
+
 // FencedLeaseStatus is what the controller observed and decided.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.fencingToken) || (has(self.fencingToken) && self.fencingToken >= oldSelf.fencingToken)",message="status.fencingToken may never decrease"
 // +kubebuilder:validation:XValidation:rule="!has(self.holder) || (has(self.fencingToken) && self.holder.token <= self.fencingToken)",message="status.holder.token may not exceed status.fencingToken"
@@ -289,6 +302,7 @@ const (
 // +kubebuilder:printcolumn:name="Transitions",type=integer,JSONPath=`.status.transitions`,priority=1
 // +kubebuilder:printcolumn:name="Revocations",type=integer,JSONPath=`.status.revocations`,priority=1
 // +kubebuilder:printcolumn:name="Held",type=string,JSONPath=`.status.conditions[?(@.type=="Held")].reason`,priority=1
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name may be at most 63 characters: candidate pods name their FencedLease in the label fencing.fencedlease.io/lease, and a label value is at most 63 characters, so no pod could ever be a candidate"
 type FencedLease struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

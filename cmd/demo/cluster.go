@@ -12,14 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/fencedlease/fencedlease/config/crd"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
-	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 // cluster is an embedded control plane with the operator and its webhook running in
@@ -48,7 +47,7 @@ func startCluster(o options) (*cluster, error) {
 		return nil, fmt.Errorf("starting the control plane from %q: %w (run 'make envtest')", o.assets, err)
 	}
 	c := &cluster{env: env, cfg: cfg, stop: func() { _ = env.Stop() }}
-	if c.client, err = client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+	if c.client, err = client.NewWithWatch(cfg, client.Options{Scheme: fencedlease.NewScheme()}); err != nil {
 		c.stop()
 		return nil, err
 	}
@@ -75,7 +74,7 @@ func startCluster(o options) (*cluster, error) {
 func (c *cluster) startOperator() error {
 	w := c.env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
+		Scheme:                 fencedlease.NewScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  fencedlease.CacheOptions(),
@@ -84,13 +83,16 @@ func (c *cluster) startOperator() error {
 	if err != nil {
 		return err
 	}
-	r := &fencedlease.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("fencedlease-controller"), Clock: clock.RealClock{}}
-	if err := r.SetupWithManager(mgr); err != nil {
+	// One operator and no leader election: the binary's controller with --leader-elect=false.
+	if _, err := fencedlease.Setup(mgr, fencedlease.Options{Unelected: true, Clock: clock.RealClock{},
+		Metrics: fencedlease.NewMetrics(metrics.Registry), MaxConcurrentReconciles: fencedlease.DefaultConcurrency}); err != nil {
 		return err
 	}
-	(&podwebhook.Handler{Reader: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), AgentImage: "unused"}).
-		Register(mgr.GetWebhookServer())
+	h, err := podwebhook.NewHandler(mgr.GetAPIReader(), mgr.GetScheme(), "fencedlease-agent:demo") // the demo's pods ask for no agent
+	if err != nil {
+		return err
+	}
+	h.Register(mgr.GetWebhookServer())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -36,20 +36,20 @@ func TestUnlabeledHolderIsRevokedNotReleased(t *testing.T) {
 	unlabeled := pods[0].DeepCopy()
 	delete(unlabeled.Labels, fencingv1.LeaseLabel)
 	d := stepWithHolder(tr, c, fl.DeepCopy(), leaseFor(h, t0), pods[1:], unlabeled)
-	if d.released != nil || d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLabelRemoved || d.revoked.PodName != "a" {
-		t.Fatalf("want a revoked (LabelRemoved), got released=%+v revoked=%+v", d.released, d.revoked)
+	if d.released() != nil || d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonLabelRemoved || d.revoked().PodName != "a" {
+		t.Fatalf("want a revoked (LabelRemoved), got released=%+v revoked=%+v", d.released(), d.revoked())
 	}
-	if d.granted == nil || d.granted.PodName != "b" || d.granted.Token != 2 {
-		t.Fatalf("want b granted token 2, got %+v", d.granted)
+	if d.granted() == nil || d.granted().PodName != "b" || d.granted().Token != 2 {
+		t.Fatalf("want b granted token 2, got %+v", d.granted())
 	}
 
 	relabeled := pods[0].DeepCopy()
 	relabeled.Labels[fencingv1.LeaseLabel] = "another-lease"
-	if d := stepWithHolder(tr, c, fl.DeepCopy(), leaseFor(h, t0), pods[1:], relabeled); d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLabelRemoved {
-		t.Fatalf("a holder relabeled to another FencedLease must be revoked here, got %+v", d.revoked)
+	if d := stepWithHolder(tr, c, fl.DeepCopy(), leaseFor(h, t0), pods[1:], relabeled); d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonLabelRemoved {
+		t.Fatalf("a holder relabeled to another FencedLease must be revoked here, got %+v", d.revoked())
 	}
 	// Really gone: a release.
-	if d := stepWithHolder(tr, c, fl.DeepCopy(), leaseFor(h, t0), pods[1:], nil); d.released == nil || d.released.reason != releasePodDeleted {
+	if d := stepWithHolder(tr, c, fl.DeepCopy(), leaseFor(h, t0), pods[1:], nil); d.released() == nil || d.released().release != fencingv1.ReleasePodDeleted {
 		t.Fatalf("a holder that is gone is released, got %+v", d)
 	}
 }
@@ -72,8 +72,8 @@ func TestForeignLeaseIsNeverAdopted(t *testing.T) {
 			fl := newFL(10)
 			fl.Status.FencingToken = 3
 			d := step(newRenewalTracker(c), c, fl, foreign, []corev1.Pod{pod("a", t0)})
-			if d.granted != nil || d.status.FencingToken != 3 {
-				t.Fatalf("adopted a foreign Lease: granted=%+v token=%d", d.granted, d.status.FencingToken)
+			if d.granted() != nil || d.status.FencingToken != 3 {
+				t.Fatalf("adopted a foreign Lease: granted=%+v token=%d", d.granted(), d.status.FencingToken)
 			}
 			if heldReason(d.status) != fencingv1.ReasonLeaseConflict || d.requeueAfter != conflictRecheck {
 				t.Fatalf("Held reason %q requeue %v, want LeaseConflict and a recheck (its deletion brings no event)", heldReason(d.status), d.requeueAfter)
@@ -86,8 +86,8 @@ func TestForeignLeaseIsNeverAdopted(t *testing.T) {
 	step(newRenewalTracker(c), c, fl, nil, pods)
 	fl.DeletionTimestamp = &metav1.Time{Time: t0}
 	foreign := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	if d := step(newRenewalTracker(c), c, fl, foreign, pods); d.revoked == nil || d.revoked.Reason != fencingv1.ReasonFencedLeaseDeleted {
-		t.Fatalf("deleting with a foreign Lease: want the holder revoked, got %+v", d.revoked)
+	if d := step(newRenewalTracker(c), c, fl, foreign, pods); d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonFencedLeaseDeleted {
+		t.Fatalf("deleting with a foreign Lease: want the holder revoked, got %+v", d.revoked())
 	}
 }
 
@@ -99,12 +99,12 @@ func TestTokensNeverWrap(t *testing.T) {
 	fl.Spec.MinFencingToken = math.MaxInt64 - 1
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 	d := step(tr, c, fl, nil, pods)
-	if d.granted == nil || d.granted.Token != math.MaxInt64 {
-		t.Fatalf("want the last token granted, got %+v", d.granted)
+	if d.granted() == nil || d.granted().Token != math.MaxInt64 {
+		t.Fatalf("want the last token granted, got %+v", d.granted())
 	}
 	pods[0].Status.Phase = corev1.PodSucceeded
-	d = step(tr, c, fl, leaseFor(d.granted, t0), pods)
-	if d.released == nil || d.granted != nil || d.status.FencingToken != math.MaxInt64 {
+	d = step(tr, c, fl, leaseFor(d.granted(), t0), pods)
+	if d.released() == nil || d.granted() != nil || d.status.FencingToken != math.MaxInt64 {
 		t.Fatalf("want a release and no grant past the limit, got %+v", d)
 	}
 	if heldReason(d.status) != fencingv1.ReasonTokensExhausted || d.status.Waiting != 1 {
@@ -121,13 +121,13 @@ func TestMinFencingTokenRaisesTheFloor(t *testing.T) {
 	if d.status.FencingToken != 100 {
 		t.Fatalf("fencingToken %d, want the floor 100 at once (so the Lease tombstone keeps it)", d.status.FencingToken)
 	}
-	if d := step(newRenewalTracker(c), c, fl, tombstone(7), []corev1.Pod{pod("a", t0)}); d.granted == nil || d.granted.Token != 101 {
-		t.Fatalf("want token 101 above the floor, got %+v", d.granted)
+	if d := step(newRenewalTracker(c), c, fl, tombstone(7), []corev1.Pod{pod("a", t0)}); d.granted() == nil || d.granted().Token != 101 {
+		t.Fatalf("want token 101 above the floor, got %+v", d.granted())
 	}
 	low := newFL(10)
 	low.Spec.MinFencingToken = 3
-	if d := step(newRenewalTracker(c), c, low, tombstone(41), []corev1.Pod{pod("a", t0)}); d.granted == nil || d.granted.Token != 42 {
-		t.Fatalf("a floor below the tombstone changes nothing: got %+v", d.granted)
+	if d := step(newRenewalTracker(c), c, low, tombstone(41), []corev1.Pod{pod("a", t0)}); d.granted() == nil || d.granted().Token != 42 {
+		t.Fatalf("a floor below the tombstone changes nothing: got %+v", d.granted())
 	}
 }
 
@@ -139,19 +139,19 @@ func TestDurationIsFrozenPerGrant(t *testing.T) {
 	fl := newFL(9)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 	d := step(tr, c, fl, nil, pods)
-	if d.granted.LeaseDurationSeconds != 9 {
-		t.Fatalf("grant froze %ds, want 9", d.granted.LeaseDurationSeconds)
+	if d.granted().LeaseDurationSeconds != 9 {
+		t.Fatalf("grant froze %ds, want 9", d.granted().LeaseDurationSeconds)
 	}
 	h := fl.Status.Holder.DeepCopy()
-	step(tr, c, fl, leaseFor(h, t0), pods) // grant step 2 seen at once; no renewal after it
+	step(tr, c, fl, leaseFor(h, t0), pods) // G2 seen at once; no renewal after it
 	fl.Spec.LeaseDurationSeconds = 1
 	c.Step(8 * time.Second)
-	if d := step(tr, c, fl, leaseFor(h, t0), pods); d.revoked != nil || d.requeueAfter != time.Second {
-		t.Fatalf("revoked under the new 1s duration: revoked=%+v requeue=%v", d.revoked, d.requeueAfter)
+	if d := step(tr, c, fl, leaseFor(h, t0), pods); d.revoked() != nil || d.requeueAfter != time.Second {
+		t.Fatalf("revoked under the new 1s duration: revoked=%+v requeue=%v", d.revoked(), d.requeueAfter)
 	}
 	c.Step(time.Second)
 	d = step(tr, c, fl, leaseFor(h, t0), pods)
-	if d.revoked == nil || d.granted == nil || d.granted.LeaseDurationSeconds != 1 {
+	if d.revoked() == nil || d.granted() == nil || d.granted().LeaseDurationSeconds != 1 {
 		t.Fatalf("want a revoked at 9s and b granted with the new 1s, got %+v", d)
 	}
 }
@@ -174,14 +174,14 @@ func TestHalfDoneRevocationIsFinished(t *testing.T) {
 		revokedByOperator.Spec.HolderIdentity = nil
 		delete(revokedByOperator.Annotations, fencingv1.HolderUIDAnnotation)
 		d := step(tr, c, fl.DeepCopy(), revokedByOperator, pods)
-		if d.released != nil || d.revoked == nil || d.revoked.Reason != reason || d.granted.Token != 2 {
+		if d.released() != nil || d.revoked() == nil || d.revoked().Reason != reason || d.granted().Token != 2 {
 			t.Fatalf("want the revocation finished (%s) and token 2 granted, got %+v", reason, d)
 		}
 	}
 	// The holder's own release keeps the UID (the policy forbids it to remove it).
 	releasedByHolder := leaseFor(h, t0)
 	releasedByHolder.Spec.HolderIdentity = nil
-	if d := step(tr, c, fl.DeepCopy(), releasedByHolder, pods); d.revoked != nil || d.released == nil {
+	if d := step(tr, c, fl.DeepCopy(), releasedByHolder, pods); d.revoked() != nil || d.released() == nil {
 		t.Fatalf("a holder's release taken for a revocation: %+v", d)
 	}
 }
@@ -196,14 +196,14 @@ func TestStartupDeadlineUntilTheFirstRenewal(t *testing.T) {
 	fl.Spec.StartupDeadlineSeconds = 60
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 	d := step(tr, c, fl, nil, pods)
-	if d.granted.StartupDeadlineSeconds != 60 || d.requeueAfter != 60*time.Second {
-		t.Fatalf("grant froze %ds, requeue %v; want 60s", d.granted.StartupDeadlineSeconds, d.requeueAfter)
+	if d.granted().StartupDeadlineSeconds != 60 || d.requeueAfter != 60*time.Second {
+		t.Fatalf("grant froze %ds, requeue %v; want 60s", d.granted().StartupDeadlineSeconds, d.requeueAfter)
 	}
 	h := fl.Status.Holder.DeepCopy()
 	fl.Spec.StartupDeadlineSeconds = 1 // a change applies from the next grant
 	c.Step(30 * time.Second)
-	d = step(tr, c, fl, leaseFor(h, t0), pods) // grant step 2 seen; no renewal yet
-	if d.revoked != nil || fl.Status.Holder.FirstRenewTime != nil {
+	d = step(tr, c, fl, leaseFor(h, t0), pods) // G2 seen; no renewal yet
+	if d.revoked() != nil || fl.Status.Holder.FirstRenewTime != nil {
 		t.Fatalf("a starting holder revoked after 30s, or taken for started: %+v", d)
 	}
 	if !strings.Contains(fl.Status.Conditions[0].Message, "starting") {
@@ -213,7 +213,7 @@ func TestStartupDeadlineUntilTheFirstRenewal(t *testing.T) {
 	// Its first renewal at +40s: from then on the 2s lease.
 	c.Step(10 * time.Second)
 	d = step(tr, c, fl, leaseFor(h, t0.Add(40*time.Second)), pods)
-	if d.revoked != nil || d.requeueAfter != 2*time.Second || fl.Status.Holder.FirstRenewTime == nil ||
+	if d.revoked() != nil || d.requeueAfter != 2*time.Second || fl.Status.Holder.FirstRenewTime == nil ||
 		!fl.Status.Holder.FirstRenewTime.Time.Equal(t0.Add(40*time.Second)) {
 		t.Fatalf("after the first renewal: %+v, firstRenewTime %v", d, fl.Status.Holder.FirstRenewTime)
 	}
@@ -222,11 +222,11 @@ func TestStartupDeadlineUntilTheFirstRenewal(t *testing.T) {
 	}
 	c.Step(2*time.Second + time.Millisecond)
 	d = step(tr, c, fl, leaseFor(h, t0.Add(40*time.Second)), pods)
-	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLeaseExpired {
-		t.Fatalf("want LeaseExpired 2s after the last renewal, got %+v", d.revoked)
+	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonLeaseExpired {
+		t.Fatalf("want LeaseExpired 2s after the last renewal, got %+v", d.revoked())
 	}
-	if d.granted == nil || d.granted.StartupDeadlineSeconds != 1 {
-		t.Fatalf("the next grant takes the new startup deadline: %+v", d.granted)
+	if d.granted() == nil || d.granted().StartupDeadlineSeconds != 1 {
+		t.Fatalf("the next grant takes the new startup deadline: %+v", d.granted())
 	}
 }
 
@@ -242,12 +242,12 @@ func TestNeverRenewedIsRevokedAtTheStartupDeadline(t *testing.T) {
 
 	c.Step(50 * time.Second)
 	restarted := newRenewalTracker(c)
-	if d := step(restarted, c, fl, leaseFor(h, t0), pods); d.revoked != nil || d.requeueAfter != 60*time.Second {
+	if d := step(restarted, c, fl, leaseFor(h, t0), pods); d.revoked() != nil || d.requeueAfter != 60*time.Second {
 		t.Fatalf("after a restart: %+v, want a full startup deadline", d)
 	}
 	c.Step(60*time.Second + time.Millisecond)
 	d := step(restarted, c, fl, leaseFor(h, t0), pods)
-	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonStartupDeadlineExceeded || d.granted.PodName != "b" {
+	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonStartupDeadlineExceeded || d.granted().PodName != "b" {
 		t.Fatalf("want a revoked (StartupDeadlineExceeded) and b granted, got %+v", d)
 	}
 }

@@ -12,24 +12,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
 )
 
 // Reconciler grants, watches and revokes FencedLeases.
@@ -133,16 +129,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: cacheBehind}, nil
 	}
 	d := decide(w)
-	ours := !foreignLease(w.lease, fl)
-	if rv := d.revoked; (d.cutOff || rv != nil && expired(rv.Reason)) && ours {
+	ours := !leaserecord.Read(w.lease).Foreign(fl.Name)
+	if d.leaseFirst() && ours {
 		if w.lease, err = r.revokeOnLease(ctx, w.lease, fl.Status.Holder); err != nil {
 			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)
 		}
-		if h := fl.Status.Holder; d.revokeRequested {
-			r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), corev1.EventTypeWarning, "RevokeRequested", "Revoke",
-				"revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
-				h.Token, h.PodName, fencingv1.RevokeAnnotation, d.requeueAfter.Round(time.Millisecond))
-		}
+		r.executedOnLease(fl, d)
 	}
 	if err := r.writeStatus(ctx, fl, d); err != nil {
 		return ctrl.Result{}, err
@@ -163,10 +155,19 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
 }
 
-// expired is true for the revocations decided by the clock, which a renewal may race.
-func expired(r fencingv1.RevocationReason) bool {
-	return r == fencingv1.ReasonLeaseExpired || r == fencingv1.ReasonStartupDeadlineExceeded ||
-		r == fencingv1.ReasonHandoffTimeout || r == fencingv1.ReasonRevokeRequested
+// executedOnLease follows a Lease cleared before the status write (X3, C1): a revocation
+// is remembered with its reason until the status records it, and a cut-off on request is
+// told to the user now, while the grant still runs out.
+func (r *Reconciler) executedOnLease(fl *fencingv1.FencedLease, d decision) {
+	h, key := fl.Status.Holder, client.ObjectKeyFromObject(fl)
+	switch t := d.end; {
+	case t.kind == revoke:
+		r.tracker.revokingOnLease(key, h.PodUID, h.Token, pendingRevocation{reason: t.revocation, lateness: t.lateness})
+	case d.revokeRequested():
+		r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), corev1.EventTypeWarning, "RevokeRequested", "Revoke",
+			"revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
+			h.Token, h.PodName, fencingv1.RevokeAnnotation, d.requeueAfter.Round(time.Millisecond))
+	}
 }
 
 // observe reads the clock, then the Lease and the labeled pods, confirms the holder pod
@@ -225,10 +226,10 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 // does not show the grant, or shows only the controller's own grant-time write (its
 // renewTime is the acquireTime): that is not a renewal.
 func renewalOn(l *coordinationv1.Lease, h *fencingv1.Holder) *metav1.MicroTime {
-	if !leaseShows(l, h) || !renewedSinceGrant(l, h) {
-		return nil
+	if rec := leaserecord.Read(l); rec.Shows(h.PodName, h.PodUID, h.Token) && rec.Renewed() {
+		return rec.RenewTime
 	}
-	return l.Spec.RenewTime
+	return nil
 }
 
 // readLease reads the Lease from the cache, which holds the operator's (labeled) Leases
@@ -278,7 +279,7 @@ func readByUID[T client.Object](ctx context.Context, reader client.Reader, obj T
 // with a Conflict, and the reconcile starts over and sees that renewal: the rule of
 // client-go's tryAcquireOrRenew. It returns the Lease as written.
 func (r *Reconciler) revokeOnLease(ctx context.Context, lease *coordinationv1.Lease, h *fencingv1.Holder) (*coordinationv1.Lease, error) {
-	if !leaseShows(lease, h) {
+	if !shows(lease, h) {
 		return lease, nil // the grant never reached the Lease: nobody could renew it
 	}
 	cleared := lease.DeepCopy()
@@ -306,40 +307,50 @@ func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease,
 	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
-	if h := d.granted; h != nil {
-		r.tracker.observe(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, nil)
-	}
-	if h := d.status.Holder; h != nil && h.Handoff != nil && d.asked {
-		r.tracker.handoffAsked(client.ObjectKeyFromObject(fl), h.PodUID, h.Token, d.now)
-	}
+	r.statusWritten(fl, d)
 	r.record(ctx, fl, d)
 	return nil
+}
+
+// statusWritten starts this process's clocks for what the status now records: a new
+// grant's first look (its startup deadline counts from here) and a hand-off request's
+// grace period.
+func (r *Reconciler) statusWritten(fl *fencingv1.FencedLease, d decision) {
+	key := client.ObjectKeyFromObject(fl)
+	if h := d.granted(); h != nil {
+		r.tracker.observe(key, h.PodUID, h.Token, nil)
+	}
+	if h := d.status.Holder; h != nil && d.asked() {
+		r.tracker.handoffAsked(key, h.PodUID, h.Token, d.now)
+	}
 }
 
 // record tells users (events) and dashboards (metrics) what a status write changed.
 func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d decision) {
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(fl)
-	if rv := d.revoked; rv != nil {
+	if t, rv := d.end, d.revoked(); rv != nil {
 		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
-		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "late", d.lateness)
+		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.rule, "late", t.lateness)
 		r.event(fl, pod, corev1.EventTypeWarning, "Revoked", "Revoke",
 			"revoked token %d of pod %s: %s", rv.Token, rv.PodName, rv.Reason)
-		r.Metrics.revoked(string(rv.Reason), d.lateness)
+		r.Metrics.revoked(rv.Reason, t.lateness)
 	}
-	if rl := d.released; rl != nil {
-		pod := podRef(fl.Namespace, rl.holder.PodName, rl.holder.PodUID)
-		log.Info("released", "pod", klog.KObj(pod), "token", rl.holder.Token, "reason", rl.reason)
+	if t := d.released(); t != nil {
+		h := t.holder
+		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
+		log.Info("released", "pod", klog.KObj(pod), "token", h.Token, "reason", t.release)
 		r.event(fl, pod, corev1.EventTypeNormal, "Released", "Release",
-			"pod %s released token %d: %s", rl.holder.PodName, rl.holder.Token, rl.reason)
-		r.Metrics.released(rl.reason)
+			"pod %s released token %d: %s", h.PodName, h.Token, t.release)
+		r.Metrics.released(t.release)
 	}
-	if h := d.granted; h != nil {
+	if t := d.grant; t != nil {
+		h := t.holder
 		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
 		log.Info("granted", "pod", klog.KObj(pod), "token", h.Token)
 		r.event(fl, pod, corev1.EventTypeNormal, "Granted", "Grant",
 			"granted token %d to pod %s", h.Token, h.PodName)
-		r.Metrics.granted(r.Clock.Since(d.grantedPodCreated))
+		r.Metrics.granted(r.Clock.Since(t.podCreated))
 	}
 	r.Metrics.setStatus(key, d.status)
 }
@@ -358,43 +369,6 @@ func podRef(ns, name string, uid types.UID) *corev1.Pod {
 	p.Namespace, p.Name, p.UID = ns, name, uid
 	p.APIVersion, p.Kind = "v1", "Pod"
 	return p
-}
-
-// SetupWithManager watches FencedLeases, their Leases and their labeled pods.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.Metrics == nil {
-		r.Metrics = NewMetrics(nil)
-	}
-	pods, err := newPodCache(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(pods); err != nil {
-		return err
-	}
-	r.pods = pods
-	r.tracker = newRenewalTracker(r.Clock)
-	r.ownWrites = newOwnWrites(r.Clock)
-	r.recovery = newRecovery(r.APIReader, r.Client)
-	if err := mgr.Add(r.recovery); err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		// Its own status writes need no second look: the reconcile that wrote them goes on
-		// to the Lease and the pods.
-		For(&fencingv1.FencedLease{}, builder.WithPredicates(r.notStatusOnly())).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
-		WatchesRawSource(pods.source(handler.EnqueueRequestsFromMapFunc(byLabel))).
-		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
-		Named("fencedlease").
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1),
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, maxRetryDelay),
-		}).
-		Complete(r)
 }
 
 // notStatusOnly lets every event through but an update that changed only the status —

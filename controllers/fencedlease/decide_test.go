@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
@@ -41,11 +42,12 @@ func pod(name string, created time.Time) corev1.Pod {
 	}
 }
 
-// leaseFor is the Lease as grant step 2 writes it, renewed at renew.
+// leaseFor is the Lease as grant step G2 writes it (acquireTime the grant's), renewed at
+// renew: renew equal to the grant's acquireTime is no renewal yet.
 func leaseFor(h *fencingv1.Holder, renew time.Time) *coordinationv1.Lease {
 	l := tombstone(h.Token)
 	l.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
-	l.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.PodName), RenewTime: microTime(renew)}
+	l.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.PodName), AcquireTime: h.AcquireTime.DeepCopy(), RenewTime: microTime(renew)}
 	return l
 }
 
@@ -58,30 +60,20 @@ func tombstone(token int64) *coordinationv1.Lease {
 	}}
 }
 
-// step runs one reconcile's observation and decision at the fake clock's time. The
-// holder pod is found among pods, as observe finds a holder that kept its label.
+// step runs one reconcile's observation and decision at the fake clock's time, on a
+// fake API server that holds lease and pods (see observeStep).
 func step(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) decision {
-	var holder *corev1.Pod
-	if h := fl.Status.Holder; h != nil {
-		holder = findPod(pods, h.PodUID)
-	}
-	return stepWithHolder(tr, c, fl, lease, pods, holder)
+	return observeStep(tr, c, fl, lease, pods, nil)
 }
 
-// stepWithHolder is step with the holder pod as an uncached read found it.
+// stepWithHolder is step with the holder pod as an uncached read finds it: holder is
+// in the API server but not among the labeled pods (it lost its label), or nil (gone).
 func stepWithHolder(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, holder *corev1.Pod) decision {
-	w := world{fl: fl, lease: lease, pods: pods, holder: holder}
-	if h := fl.Status.Holder; h != nil {
-		rt := renewalOn(lease, h)
-		w.renewal = tr.observe(key, h.PodUID, h.Token, rt)
+	var extra []client.Object
+	if holder != nil && findPod(pods, holder.UID) == nil {
+		extra = append(extra, holder.DeepCopy())
 	}
-	w.now = c.Now()
-	d := decide(w)
-	fl.Status = d.status
-	if g := d.granted; g != nil {
-		tr.observe(key, g.PodUID, g.Token, nil) // as writeStatus does
-	}
-	return d
+	return observeStep(tr, c, fl, lease, pods, extra)
 }
 
 func TestFirstCandidateGetsTokenOneFIFO(t *testing.T) {
@@ -90,8 +82,8 @@ func TestFirstCandidateGetsTokenOneFIFO(t *testing.T) {
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("b", t0.Add(time.Second)), pod("c", t0), pod("a", t0.Add(time.Second))}
 	d := step(tr, c, fl, nil, pods)
-	if d.granted == nil || d.granted.PodName != "c" || d.granted.Token != 1 {
-		t.Fatalf("want c granted token 1 (oldest), got %+v", d.granted)
+	if d.granted() == nil || d.granted().PodName != "c" || d.granted().Token != 1 {
+		t.Fatalf("want c granted token 1 (oldest), got %+v", d.granted())
 	}
 	if fl.Status.FencingToken != 1 || fl.Status.Waiting != 2 || fl.Status.Transitions != 1 {
 		t.Fatalf("status: %+v", fl.Status)
@@ -102,8 +94,8 @@ func TestFirstCandidateGetsTokenOneFIFO(t *testing.T) {
 	// Among equal creation times the name decides: a before b.
 	pods[1].Status.Phase = corev1.PodSucceeded
 	d = step(tr, c, fl, nil, pods)
-	if d.released == nil || d.released.reason != releasePodFinished || d.granted == nil || d.granted.PodName != "a" || d.granted.Token != 2 {
-		t.Fatalf("want c released (finished) and a granted token 2, got released=%+v granted=%+v", d.released, d.granted)
+	if d.released() == nil || d.released().release != fencingv1.ReleasePodFinished || d.granted() == nil || d.granted().PodName != "a" || d.granted().Token != 2 {
+		t.Fatalf("want c released (finished) and a granted token 2, got released=%+v granted=%+v", d.released(), d.granted())
 	}
 }
 
@@ -120,23 +112,23 @@ func TestExpiryCountsFromObservedRenewalNotFromTheHolderTimestamp(t *testing.T) 
 	skewed := t0.Add(-time.Hour)
 	c.Step(6 * time.Second)
 	d := step(tr, c, fl, leaseFor(h, skewed), pods)
-	if d.revoked != nil || d.requeueAfter != 10*time.Second {
-		t.Fatalf("renewal seen at +6s must give a full duration: revoked=%v requeue=%v", d.revoked, d.requeueAfter)
+	if d.revoked() != nil || d.requeueAfter != 10*time.Second {
+		t.Fatalf("renewal seen at +6s must give a full duration: revoked=%v requeue=%v", d.revoked(), d.requeueAfter)
 	}
 	c.Step(9*time.Second + 999*time.Millisecond)
-	if d := step(tr, c, fl, leaseFor(h, skewed), pods); d.revoked != nil {
+	if d := step(tr, c, fl, leaseFor(h, skewed), pods); d.revoked() != nil {
 		t.Fatalf("revoked 1ms before expiry")
 	}
 	c.Step(5 * time.Millisecond)
 	d = step(tr, c, fl, leaseFor(h, skewed), pods)
-	if d.revoked == nil || d.revoked.PodName != "a" || d.revoked.Token != 1 || d.revoked.Reason != fencingv1.ReasonLeaseExpired {
-		t.Fatalf("want a revoked for expiry, got %+v", d.revoked)
+	if d.revoked() == nil || d.revoked().PodName != "a" || d.revoked().Token != 1 || d.revoked().Reason != fencingv1.ReasonLeaseExpired {
+		t.Fatalf("want a revoked for expiry, got %+v", d.revoked())
 	}
-	if d.lateness != 4*time.Millisecond {
-		t.Fatalf("lateness = %v, want 4ms", d.lateness)
+	if d.lateness() != 4*time.Millisecond {
+		t.Fatalf("lateness = %v, want 4ms", d.lateness())
 	}
-	if d.granted == nil || d.granted.PodName != "b" || d.granted.Token != 2 || fl.Status.Revocations != 1 {
-		t.Fatalf("want b granted token 2 in the same decision, got %+v / %+v", d.granted, fl.Status)
+	if d.granted() == nil || d.granted().PodName != "b" || d.granted().Token != 2 || fl.Status.Revocations != 1 {
+		t.Fatalf("want b granted token 2 in the same decision, got %+v / %+v", d.granted(), fl.Status)
 	}
 }
 
@@ -150,11 +142,11 @@ func TestRestartGivesAFullDurationFromFirstLook(t *testing.T) {
 	// A new controller (empty tracker) looks 9s after the grant, long after the last renewal.
 	c.Step(9 * time.Second)
 	fresh := newRenewalTracker(c)
-	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked != nil || d.requeueAfter != 10*time.Second {
-		t.Fatalf("after restart: revoked=%v requeue=%v, want a full duration", d.revoked, d.requeueAfter)
+	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked() != nil || d.requeueAfter != 10*time.Second {
+		t.Fatalf("after restart: revoked=%v requeue=%v, want a full duration", d.revoked(), d.requeueAfter)
 	}
 	c.Step(10 * time.Second)
-	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked == nil {
+	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked() == nil {
 		t.Fatal("not revoked a full duration after first look")
 	}
 }
@@ -163,11 +155,11 @@ func TestHalfDoneGrantIsFinishedNotRegranted(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
-	// Step 1 was written (token 5), the Lease still shows the tombstone of token 4.
+	// G1 was written (token 5), the Lease still shows the tombstone of token 4.
 	fl.Status.FencingToken = 5
 	fl.Status.Holder = &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 5, AcquireTime: *microTime(t0)}
 	d := step(newRenewalTracker(c), c, fl, tombstone(4), pods)
-	if d.granted != nil || d.released != nil || d.revoked != nil {
+	if d.granted() != nil || d.released() != nil || d.revoked() != nil {
 		t.Fatalf("a half-done grant must be kept: %+v", d)
 	}
 	if fl.Status.FencingToken != 5 || fl.Status.Holder.Token != 5 {
@@ -187,13 +179,13 @@ func TestReleaseByLeaseNeedsTheHoldersToken(t *testing.T) {
 	cleared.Spec.HolderIdentity = nil
 	// Same token, no holder: the holder released.
 	d := step(tr, c, fl.DeepCopy(), cleared, pods)
-	if d.released == nil || d.released.reason != releaseLeaseCleared || d.granted.Token != 2 {
+	if d.released() == nil || d.released().release != fencingv1.ReleaseLeaseReleased || d.granted().Token != 2 {
 		t.Fatalf("want release by Lease and token 2, got %+v", d)
 	}
 	// An older token with no holder is the tombstone of an earlier grant, not a release.
 	cleared.Annotations[fencingv1.TokenAnnotation] = "0"
-	if d := step(tr, c, fl.DeepCopy(), cleared, pods); d.released != nil {
-		t.Fatalf("a tombstone taken for a release: %+v", d.released)
+	if d := step(tr, c, fl.DeepCopy(), cleared, pods); d.released() != nil {
+		t.Fatalf("a tombstone taken for a release: %+v", d.released())
 	}
 }
 
@@ -202,8 +194,8 @@ func TestTokenAdoptsTheLeaseHighWaterMark(t *testing.T) {
 	fl := newFL(10) // re-created: empty status
 	tomb := tombstone(41)
 	d := step(newRenewalTracker(c), c, fl, tomb, []corev1.Pod{pod("a", t0)})
-	if d.granted == nil || d.granted.Token != 42 {
-		t.Fatalf("want token 42 above the tombstone's 41, got %+v", d.granted)
+	if d.granted() == nil || d.granted().Token != 42 {
+		t.Fatalf("want token 42 above the tombstone's 41, got %+v", d.granted())
 	}
 	d = step(newRenewalTracker(c), c, newFL(10), tomb, nil)
 	if d.status.FencingToken != 41 {
@@ -216,14 +208,14 @@ func TestSuspendAndDeletion(t *testing.T) {
 	pods := []corev1.Pod{pod("a", t0)}
 	fl := newFL(10)
 	fl.Spec.Suspend = true
-	if d := step(newRenewalTracker(c), c, fl, nil, pods); d.granted != nil || fl.Status.Waiting != 1 {
-		t.Fatalf("suspended: granted %+v, waiting %d", d.granted, fl.Status.Waiting)
+	if d := step(newRenewalTracker(c), c, fl, nil, pods); d.granted() != nil || fl.Status.Waiting != 1 {
+		t.Fatalf("suspended: granted %+v, waiting %d", d.granted(), fl.Status.Waiting)
 	}
 	fl.Spec.Suspend = false
 	step(newRenewalTracker(c), c, fl, nil, pods)
 	fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	d := step(newRenewalTracker(c), c, fl, nil, pods)
-	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonFencedLeaseDeleted || d.granted != nil {
+	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonFencedLeaseDeleted || d.granted() != nil {
 		t.Fatalf("deleting: want revoke and no grant, got %+v", d)
 	}
 }
@@ -289,11 +281,11 @@ func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
 	}
 	c.Step(10 * time.Second)
 	d := step(fresh, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
-	if d.revoked == nil {
+	if d.revoked() == nil {
 		t.Fatal("not revoked a lease after the new leader's first look")
 	}
-	if d.lateness != 4*time.Second {
-		t.Fatalf("lateness = %v, want 4s (revoked at +20s, expired at +16s)", d.lateness)
+	if d.lateness() != 4*time.Second {
+		t.Fatalf("lateness = %v, want 4s (revoked at +20s, expired at +16s)", d.lateness())
 	}
 }
 
@@ -331,7 +323,7 @@ func TestARenewalAloneWritesNoStatus(t *testing.T) {
 		c.Step(time.Second)
 		before := fl.Status.DeepCopy()
 		d := step(tr, c, fl, leaseFor(h, t0.Add(time.Duration(i)*time.Second)), pods)
-		if d.revoked != nil || d.requeueAfter != 10*time.Second {
+		if d.revoked() != nil || d.requeueAfter != 10*time.Second {
 			t.Fatalf("renewal %d: %+v; every renewal must restart the 10 s", i, d)
 		}
 		if !equality.Semantic.DeepEqual(*before, fl.Status) {
@@ -364,7 +356,7 @@ func TestTheGrantsOwnLeaseWriteIsNotARenewal(t *testing.T) {
 	h := fl.Status.Holder.DeepCopy()
 	before := fl.Status.DeepCopy()
 	c.Step(500 * time.Millisecond)
-	d := step(tr, c, fl, leaseFor(h, h.AcquireTime.Time), pods) // grant step 2, seen
+	d := step(tr, c, fl, leaseFor(h, h.AcquireTime.Time), pods) // G2, seen
 	if d.requeueAfter != 9500*time.Millisecond {
 		t.Fatalf("requeueAfter = %v, want 9.5s: the clock runs from the grant", d.requeueAfter)
 	}

@@ -13,32 +13,117 @@
 //     at most one holder, and a new holder is named only in the same write that ends the
 //     previous grant.
 //
-// # How a grant is written
+// # The protocol, step by step
 //
-// The FencedLease status is the write-ahead log. Each reconcile decides the next status
-// (pure, in decide.go), writes it once, and then projects it onto the Lease and the pods
-// (project.go). Every projection step is idempotent for the same (pod UID, token), so a
-// controller that crashed halfway finishes the grant it started instead of starting a new
-// one.
+// Each reconcile observes (the clock first, then the Lease and the labeled pods), decides
+// (decide.go: the holder rules of rules.go, first match wins, then the grant rule; pure,
+// on a fake clock in the tests), then executes the transitions: a compare-and-swap on the
+// Lease where a step says so, one status write, then the Lease and the pods follow the
+// status (project.go). The FencedLease status is the write-ahead log. Every step is
+// idempotent for the same (pod UID, token), so "a crash after step N" is finished by the
+// next reconcile as written below. The code and the tests cite these numbers.
+//
+// Grant (grantRule; no holder, not suspended, not deleting, tokens left):
+//
+//	G1. Write the status: holder = the oldest candidate (or the successor a hand-off
+//	    named), fencingToken+1, with the resourceVersion read. Invariant: from here the
+//	    number is spent; a crash may waste it, never reuse it. Crash after G1: the status
+//	    names the grant; G2 and G3 are done by the next reconcile.
+//	G2. Write the Lease: holderIdentity, holder UID, token, leaseDurationSeconds,
+//	    acquireTime = renewTime = the grant's time (so the grant's own write is never taken
+//	    for a renewal). Crash after G2: G3 is done next; the tracker starts the startup
+//	    deadline from its first look.
+//	G3. Write the pod: token, state Holding, the scheduling gate removed — only now can it
+//	    start, with FENCING_TOKEN resolved. Demotions of earlier pods come first, so no two
+//	    pods are ever marked Holding at once.
+//
+// Renew (the holder, pkg/holder or the agent; the controller only observes):
+//
+//	R1. The holder renews only while the Lease names it and its token (never the pod name
+//	    alone), with the resourceVersion it read, and gives up at its own deadline, which
+//	    is shorter than the lease.
+//	R2. The controller counts the lease from when it observed renewTime change, on its
+//	    own monotonic clock (tracker.go); a new process gives every holder a full lease
+//	    from its first look. The first renewal is recorded once in the status
+//	    (firstRenewTime): from there the grant runs on its lease duration, before it on
+//	    its startup deadline. A renewal alone costs no status write.
+//
+// Release (releasedRule) — a grant ended without fault:
+//
+//	L1. The holder pod finished (Succeeded/Failed) or is gone (confirmed by UID with an
+//	    uncached read). A terminating pod keeps its grant: its containers may still run.
+//	L2. Or the holder cleared holderIdentity on its own Lease; the UID stays (the
+//	    admission policy keeps it from the holder), which tells a release from a cut-off.
+//	L3. The status drops the holder (and G1 may name the next one in the same write);
+//	    then the Lease is cleared and the pod marked Released. Crash after L3: done next.
+//
+// Expiry revocation (expiredRule; finishRevocationRule):
+//
+//	X1. Read the clock, then the Lease: a renewal that lands after the clock reading is
+//	    either in the Lease read or fails X3.
+//	X2. Judge: no renewal observed for the grant's limit (startup deadline before the first
+//	    renewal, lease duration after). Reason: StartupDeadlineExceeded if it never
+//	    renewed, HandoffTimeout if its hand-off grace period had ended, else LeaseExpired.
+//	X3. Clear the Lease's holder and UID with the resourceVersion read (the
+//	    compare-and-swap of client-go's tryAcquireOrRenew): a renewal that landed since
+//	    wins, and the decision is made again. This process remembers the reason and the
+//	    lateness (tracker: revoking) until X4 lands.
+//	X4. Write the status: lastRevocation, revocations+1, no holder (and G1 for the next).
+//	    Crash or conflict after X3: the Lease shows the grant cut off; the next reconcile
+//	    finishes X4 with the remembered reason and lateness, or — a restarted process —
+//	    with the expiry reason the Lease implies (finishRevocationRule).
+//	X5. Mark the pod Revoked.
+//	X6. Delete the pod under DeletePod, and whatever the policy when it never renewed
+//	    (it never ran; kept, it could still start with a dead token).
+//
+// Cut-off (cutOffRunsOutRule) — refuse renewals first, revoke when the lease has run out:
+//
+//	C1. Clear the Lease's holder and UID with the resourceVersion read (as X3); the
+//	    status keeps the holder, so no one is granted yet. The holder's next renewal is
+//	    refused (R1), and it stops at its own deadline.
+//	C2. Once the lease the holder last renewed has run out on this process's clock,
+//	    revoke (X4–X6). A restarted process gives it a whole lease from its first look.
+//
+// Revoke on request (revokeRequestedRule; annotation fencing.fencedlease.io/revoke-token):
+//
+//	Q1. The annotation names one token; it never reaches a later grant.
+//	Q2. A grant that renewed is cut off (C1) and revoked as RevokeRequested once its lease
+//	    has run out (C2). One that never renewed never ran: it is revoked at once (X3–X6);
+//	    after a failed X4, at once again, in this process or a restarted one.
+//
+// Hand-off (askHandoffRule, handoffTimeoutRule):
+//
+//	H1. A waiting pod of a newer revision of the holder's own Deployment or StatefulSet:
+//	    the status records the request (successor, grace period), the Lease carries the
+//	    successor annotation, the holder pod shows Draining. The grace period counts on
+//	    this process's clock from when it asked, or first saw the request.
+//	H2. The holder releases (L2) at a safe point; G1 grants the successor first.
+//	H3. The grace period ends without a release: cut off (C1), revoked as HandoffTimeout
+//	    when its lease has run out (C2). If the lease runs out first, X2 revokes it as
+//	    LeaseExpired.
+//
+// Authority (the rules that keep others from forging a grant):
+//
+//	A1. Only pods the admission webhook made candidates (state Waiting, gated by our
+//	    gate alone, never held a token) are granted; one pod, one generation.
+//	A2. A holder that lost its label is revoked (LabelRemoved), not released: it may
+//	    still run (labelRemovedRule).
+//	A3. A Lease of the FencedLease's name without the lease label is never adopted nor
+//	    written (Held=False, LeaseConflict); a deleted FencedLease still revokes its
+//	    holder (foreignLeaseRule). No token wraps (TokensExhausted).
+//	D1. A FencedLease being deleted revokes its holder (deletingRule), keeps the Lease as
+//	    the tombstone with the high-water token, and then lets its finalizer go.
+//
+// The Lease's encoding is read in one place, internal/leaserecord, by this controller,
+// pkg/holder, the agent's startupProbe and the kubectl plugin.
 //
 // # Clocks
 //
 // Expiry is judged on this process's monotonic clock, read before the Lease, counted from
 // the moment it observed the holder's renewTime change; the renewTime value itself,
-// written on another machine, is compared only for change. A revocation for expiry is a
-// compare-and-swap: the Lease's holder is cleared with the resourceVersion that was read,
-// so a renewal that landed in between wins, and only then is the revocation written to the
-// status. Each grant keeps the lease duration it was made with. A controller that starts (or becomes leader) knows nothing
-// of earlier observations and gives every holder a full duration from its first look. The
-// assumption is that clocks run at about the same rate; they need not agree.
-//
-// # Authority
-//
-// Only pods the admission webhook made candidates (state Waiting, still gated) are
-// granted. A holder is confirmed by UID with an uncached read before it is released as
-// gone: one that lost its label is revoked. A Lease without the lease label is never
-// adopted (Held=False, LeaseConflict), and no token wraps (TokensExhausted). The admission
-// policies in config/policy keep everyone else from forging these states.
+// written on another machine, is compared only for change. Each grant keeps the lease
+// duration it was made with. The assumption is that clocks run at about the same rate;
+// they need not agree.
 //
 // # What is not guaranteed
 //

@@ -23,8 +23,8 @@ func TestGrantOrderIsDecideOrder(t *testing.T) {
 	}
 	released := leaseFor(h, t0.Add(time.Second))
 	released.Spec.HolderIdentity = nil
-	if d := stepHandoff(tr, c, fl, released, pods, nil); d.granted == nil || d.granted.PodUID != order[0].UID {
-		t.Fatalf("decide granted %+v, GrantOrder said %s", d.granted, order[0].Name)
+	if d := stepHandoff(tr, c, fl, released, pods, nil); d.granted() == nil || d.granted().PodUID != order[0].UID {
+		t.Fatalf("decide granted %+v, GrantOrder said %s", d.granted(), order[0].Name)
 	}
 }
 

@@ -8,30 +8,23 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// stepHandoff is step as observe runs it for a holder that may be asked to hand off:
-// successor is what the revision lookup found (it runs only before a request is made).
+// stepHandoff is step for a holder that may be asked to hand off: with successor (n of
+// rollout()) the API server also holds the ReplicaSets that make n a newer revision of
+// the holder's Deployment, so the real revision lookup finds it; without, it finds none.
 func stepHandoff(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, successor *corev1.Pod) decision {
-	w := world{fl: fl, lease: lease, pods: pods, now: c.Now()}
-	if h := fl.Status.Holder; h != nil {
-		w.holder = findPod(pods, h.PodUID)
-		rt := renewalOn(lease, h)
-		w.renewal = tr.observe(key, h.PodUID, h.Token, rt)
-		if h.Handoff != nil {
-			w.handoffSince = tr.handoffStarted(key, h.PodUID, h.Token)
-		} else {
-			w.successor = successor
+	var extra []client.Object
+	if successor != nil {
+		if successor.Name != "n" {
+			panic("stepHandoff: the successor of rollout() is n")
 		}
+		extra = append(extra, rolloutOld.DeepCopy(), rolloutNew.DeepCopy())
 	}
-	d := decide(w)
-	fl.Status = d.status
-	if h := d.status.Holder; d.asked {
-		tr.handoffAsked(key, h.PodUID, h.Token, d.now) // as writeStatus does
-	}
-	return d
+	return observeStep(tr, c, fl, lease, pods, extra)
 }
 
 // cutOffLease is the Lease after the controller cut a holder off: no holder, no UID,
@@ -43,10 +36,16 @@ func cutOffLease(h *fencingv1.Holder, renew time.Time) *coordinationv1.Lease {
 	return l
 }
 
+// The ReplicaSets of rollout(): revision 1 (a, b) and revision 2 (n) of Deployment app.
+var (
+	rolloutOld = replicaSetOf("app", "h1", "deploy-app", "1")
+	rolloutNew = replicaSetOf("app", "h2", "deploy-app", "2")
+)
+
 // rollout is a holder a, an older-revision standby b, and a newer-revision pod n, each
 // created after the one before.
 func rollout() []corev1.Pod {
-	return []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second)), pod("n", t0.Add(2*time.Second))}
+	return []corev1.Pod{*podOf(rolloutOld, "a", t0), *podOf(rolloutOld, "b", t0.Add(time.Second)), *podOf(rolloutNew, "n", t0.Add(2*time.Second))}
 }
 
 // grantedRollout is a FencedLease of lease d seconds and hand-off grace period grace whose
@@ -70,7 +69,7 @@ func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
 	if ho == nil || ho.SuccessorName != "n" || ho.SuccessorUID != pods[2].UID || ho.GracePeriodSeconds != 5 {
 		t.Fatalf("want a hand-off to n with 5s grace, got %+v", ho)
 	}
-	if d.revoked != nil || d.cutOff || d.requeueAfter != 5*time.Second {
+	if d.revoked() != nil || d.cutOff() || d.requeueAfter != 5*time.Second {
 		t.Fatalf("asking must not revoke or cut off, and must look again at the grace end: %+v", d)
 	}
 	if holdingState(fl.Status.Holder) != fencingv1.PodDraining {
@@ -92,10 +91,10 @@ func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
 	released := leaseFor(h, t0.Add(2*time.Second))
 	released.Spec.HolderIdentity = nil
 	d = stepHandoff(tr, c, fl, released, pods, nil)
-	if d.released == nil || d.granted == nil || d.granted.PodName != "n" || d.granted.Token != 2 {
-		t.Fatalf("want a released and n granted token 2, got released=%+v granted=%+v", d.released, d.granted)
+	if d.released() == nil || d.granted() == nil || d.granted().PodName != "n" || d.granted().Token != 2 {
+		t.Fatalf("want a released and n granted token 2, got released=%+v granted=%+v", d.released(), d.granted())
 	}
-	if d.granted.Handoff != nil || fl.Status.Waiting != 1 {
+	if d.granted().Handoff != nil || fl.Status.Waiting != 1 {
 		t.Fatalf("the new grant starts clean, b still waits: %+v", fl.Status)
 	}
 }
@@ -107,12 +106,12 @@ func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 
 	// It keeps renewing and never releases.
 	c.Step(5*time.Second - time.Millisecond)
-	if d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(5*time.Second)), pods, nil); d.cutOff || d.revoked != nil {
+	if d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(5*time.Second)), pods, nil); d.cutOff() || d.revoked() != nil {
 		t.Fatalf("cut off before the grace period ended: %+v", d)
 	}
 	c.Step(time.Millisecond) // +6s: grace over; last renewal observed now
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods, nil)
-	if !d.cutOff || d.revoked != nil || d.granted != nil || fl.Status.Holder == nil {
+	if !d.cutOff() || d.revoked() != nil || d.granted() != nil || fl.Status.Holder == nil {
 		t.Fatalf("want a cut-off (no revocation, no grant yet): %+v", d)
 	}
 
@@ -121,16 +120,16 @@ func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 	cut := cutOffLease(h, t0.Add(6*time.Second))
 	c.Step(10*time.Second - time.Millisecond)
 	d = stepHandoff(tr, c, fl, cut, pods, nil)
-	if d.revoked != nil || d.granted != nil || d.requeueAfter != time.Millisecond {
+	if d.revoked() != nil || d.granted() != nil || d.requeueAfter != time.Millisecond {
 		t.Fatalf("granted or revoked before the cut-off holder's lease ran out: %+v", d)
 	}
 	c.Step(time.Millisecond)
 	d = stepHandoff(tr, c, fl, cut, pods, nil)
-	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonHandoffTimeout || d.revoked.PodName != "a" {
-		t.Fatalf("want a revoked for HandoffTimeout, got %+v", d.revoked)
+	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonHandoffTimeout || d.revoked().PodName != "a" {
+		t.Fatalf("want a revoked for HandoffTimeout, got %+v", d.revoked())
 	}
-	if d.granted == nil || d.granted.PodName != "n" || d.granted.Token != 2 {
-		t.Fatalf("want n granted token 2, got %+v", d.granted)
+	if d.granted() == nil || d.granted().PodName != "n" || d.granted().Token != 2 {
+		t.Fatalf("want n granted token 2, got %+v", d.granted())
 	}
 }
 
@@ -140,7 +139,7 @@ func TestHandoffGraceRestartsWithTheController(t *testing.T) {
 
 	c.Step(4 * time.Second)
 	restarted := newRenewalTracker(c)
-	if d := stepHandoff(restarted, c, fl, leaseFor(h, t0.Add(4*time.Second)), pods, nil); d.cutOff || d.requeueAfter != 5*time.Second {
+	if d := stepHandoff(restarted, c, fl, leaseFor(h, t0.Add(4*time.Second)), pods, nil); d.cutOff() || d.requeueAfter != 5*time.Second {
 		t.Fatalf("a new controller must give the whole grace period again: %+v", d)
 	}
 }
@@ -152,7 +151,7 @@ func TestDrainingHolderStillExpires(t *testing.T) {
 	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, &pods[2])
 	c.Step(3*time.Second + time.Millisecond)
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, nil)
-	if d.revoked == nil || d.revoked.Reason != fencingv1.ReasonLeaseExpired || d.granted.PodName != "n" {
+	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonLeaseExpired || d.granted().PodName != "n" {
 		t.Fatalf("want LeaseExpired and n granted, got %+v", d)
 	}
 }

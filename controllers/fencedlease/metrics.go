@@ -65,8 +65,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		fencingv1.ReasonFencedLeaseDeleted, fencingv1.ReasonLabelRemoved, fencingv1.ReasonHandoffTimeout, fencingv1.ReasonRevokeRequested} {
 		m.revocations.WithLabelValues(string(reason))
 	}
-	for _, reason := range []string{releasePodFinished, releasePodDeleted, releaseLeaseCleared} {
-		m.releases.WithLabelValues(reason)
+	for _, reason := range []fencingv1.ReleaseReason{fencingv1.ReleasePodFinished, fencingv1.ReleasePodDeleted, fencingv1.ReleaseLeaseReleased} {
+		m.releases.WithLabelValues(string(reason))
 	}
 	if reg != nil {
 		reg.MustRegister(m.grants, m.revocations, m.releases, m.token, m.waiting, m.notReady, m.grantWait, m.lateness)
@@ -79,15 +79,15 @@ func (m *Metrics) granted(wait time.Duration) {
 	m.grantWait.Observe(wait.Seconds())
 }
 
-func (m *Metrics) revoked(reason string, late time.Duration) {
-	m.revocations.WithLabelValues(reason).Inc()
-	if reason == string(fencingv1.ReasonLeaseExpired) {
+func (m *Metrics) revoked(reason fencingv1.RevocationReason, late time.Duration) {
+	m.revocations.WithLabelValues(string(reason)).Inc()
+	if reason == fencingv1.ReasonLeaseExpired {
 		m.lateness.Observe(late.Seconds())
 	}
 }
 
-func (m *Metrics) released(reason string) {
-	m.releases.WithLabelValues(reason).Inc()
+func (m *Metrics) released(reason fencingv1.ReleaseReason) {
+	m.releases.WithLabelValues(string(reason)).Inc()
 }
 
 func (m *Metrics) setStatus(k types.NamespacedName, st fencingv1.FencedLeaseStatus) {

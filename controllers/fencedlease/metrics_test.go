@@ -39,8 +39,8 @@ func TestMetricsSeriesDoNotGrowWithFencedLeases(t *testing.T) {
 	for i := range 100 {
 		k := types.NamespacedName{Namespace: "ns", Name: "fl-" + string(rune('a'+i%26)) + string(rune('a'+i/26))}
 		m.granted(time.Second)
-		m.revoked(string(fencingv1.ReasonLeaseExpired), time.Millisecond)
-		m.released("PodFinished")
+		m.revoked(fencingv1.ReasonLeaseExpired, time.Millisecond)
+		m.released(fencingv1.ReleasePodFinished)
 		m.setStatus(k, fencingv1.FencedLeaseStatus{FencingToken: 3, Waiting: 1})
 	}
 	perLease, total := series()

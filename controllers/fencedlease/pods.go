@@ -2,13 +2,13 @@ package fencedlease
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
 )
 
 // candidates are the pods that may be granted next, oldest first (ties by name): those
@@ -71,13 +71,8 @@ func onlyOurGate(p *corev1.Pod) bool {
 	return len(p.Spec.SchedulingGates) == 1 && p.Spec.SchedulingGates[0].Name == fencingv1.SchedulingGate
 }
 
-// parseToken reads a token annotation; a missing or malformed one counts as 0.
-func parseToken(annotations map[string]string) int64 {
-	v, err := strconv.ParseInt(annotations[fencingv1.TokenAnnotation], 10, 64)
-	if err != nil || v < 0 {
-		return 0
-	}
-	return v
-}
-
-func formatToken(t int64) string { return strconv.FormatInt(t, 10) }
+// parseToken and formatToken read and write a token annotation, on pods as on Leases.
+var (
+	parseToken  = leaserecord.ParseToken
+	formatToken = leaserecord.FormatToken
+)

@@ -13,9 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
 )
 
-// syncLease makes the Lease show the status: the holder (grant step 2) or no holder, and
+// syncLease makes the Lease show the status: the holder (G2) or no holder, and
 // always the high-water token, so the Lease outlives the FencedLease as its tombstone.
 // Writes carry the resourceVersion that was read.
 func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, last renewal) error {
@@ -38,15 +39,15 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 	want.Annotations[fencingv1.TokenAnnotation] = formatToken(st.FencingToken)
 
 	switch h := st.Holder; {
-	case h != nil && waitingOutCutOff(lease, fl, h):
+	case h != nil && waitingOutCutOff(leaserecord.Read(lease), fl, h):
 		// Cut off (hand-off grace period over, or revoke requested): the Lease stays
 		// without a holder, so the holder's renewals are refused until it is revoked.
 	case h != nil:
 		want.Spec.HolderIdentity = ptr.To(h.PodName)
 		want.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
 		want.Spec.LeaseDurationSeconds = ptr.To(int32(grantDuration(h, fl).Seconds()))
-		if !leaseShows(lease, h) {
-			// Grant step 2, or a repair after someone else rewrote this grant's Lease. The
+		if !shows(lease, h) {
+			// G2, or a repair after someone else rewrote this grant's Lease. The
 			// renewTime goes back to the last one seen for this grant, so a repair never
 			// counts as the holder's renewal.
 			want.Spec.AcquireTime = h.AcquireTime.DeepCopy()
@@ -87,7 +88,7 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 
 // syncPods makes the pods show the status: a former holder is marked Revoked or
 // Released (and a revoked one deleted under DeletePod), then the holder gets its token,
-// state Holding, and loses the scheduling gate (grant step 3) so it can start. Demotions
+// state Holding, and loses the scheduling gate (G3) so it can start. Demotions
 // come first, so no two pods are ever marked Holding at once.
 func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
 	st := &fl.Status
@@ -113,7 +114,7 @@ func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, po
 }
 
 // demote finishes the end of a grant on a pod that no longer holds one: the last revoked
-// pod is marked Revoked whatever it showed (its grant may have ended before step 3), any
+// pod is marked Revoked whatever it showed (its grant may have ended before G3), any
 // other pod still marked Holding (or Draining) is marked Released.
 func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
 	next := podState(p)

@@ -44,7 +44,7 @@ var _ = Describe("Controller restart and failover", func() {
 		GinkgoWriter.Printf("restart→revocation: %v (duration %v)\n", rv.Time.Sub(restartedAt), duration)
 	})
 
-	It("finishes a grant that crashed after step 1 instead of granting twice", func() {
+	It("finishes a grant that crashed after G1 instead of granting twice", func() {
 		createFL(ns, "invoices", 15, fencingv1.DeletePodPolicy)
 		a := createPod(ns, "a", "invoices")
 		createPod(ns, "b", "invoices")
@@ -80,11 +80,14 @@ var _ = Describe("Controller restart and failover", func() {
 		ownCfg, err := env.Start()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)
-		own, err := client.New(ownCfg, client.Options{Scheme: scheme})
+		own, err := client.NewWithWatch(ownCfg, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 
 		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restart"}}
 		Expect(own.Create(ctx, nsObj)).To(Succeed())
+		By("watching grants on the control plane that restarts: the oracle must follow it through")
+		oracle, err := testenv.WatchGrants(ctx, own, "restart")
+		Expect(err).NotTo(HaveOccurred())
 		startControllerOn(ownCfg, "restart", controllerOpts{id: "ctrl"})
 		Expect(own.Create(ctx, &fencingv1.FencedLease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "restart", Name: "invoices"},
@@ -123,6 +126,17 @@ var _ = Describe("Controller restart and failover", func() {
 			g.Expect(name).To(Equal("p2"))
 			g.Expect(token).To(BeEquivalentTo(2))
 		}).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+
+		// p2 became Holding after the restart: an oracle that went blind would miss it.
+		Eventually(func(g Gomega) {
+			p := &corev1.Pod{}
+			g.Expect(own.Get(ctx, client.ObjectKey{Namespace: "restart", Name: "p2"}, p)).To(Succeed())
+			g.Expect(p.Annotations).To(HaveKeyWithValue(fencingv1.StateAnnotation, string(fencingv1.PodHolding)))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		Eventually(func() int { resumes, _ := oracle.Resumes(); return resumes }).WithTimeout(timeout).Should(BeNumerically(">=", 1))
+		Eventually(oracle.Tokens).WithTimeout(timeout).WithPolling(poll).Should(Equal([]int64{1, 2}), "the oracle saw both grants, across the restart")
+		_, err = oracle.Stop()
+		Expect(err).NotTo(HaveOccurred(), "the grant oracle")
 	})
 
 	It("keeps tokens strictly increasing and one pod granted at a time when the leader dies mid-flight", func() {

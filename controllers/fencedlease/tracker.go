@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
 // renewalTracker remembers, per FencedLease, when this process last saw the holder's
@@ -31,6 +33,16 @@ type renewal struct {
 	seenRenewing bool
 	// handoffSince is when this process first saw the grant asked to hand off; zero before.
 	handoffSince time.Time
+	// revoking is the revocation this process decided and began on the Lease (X3) for
+	// the grant, until the status records it (X4); zero before.
+	revoking pendingRevocation
+}
+
+// pendingRevocation is a revocation decided with its reason and lateness, kept so a
+// reconcile that finishes it after a failed status write records what was decided.
+type pendingRevocation struct {
+	reason   fencingv1.RevocationReason
+	lateness time.Duration
 }
 
 func newRenewalTracker(c clock.PassiveClock) *renewalTracker {
@@ -83,6 +95,18 @@ func (t *renewalTracker) handoffAsked(key types.NamespacedName, uid types.UID, t
 		t.seen[key] = last
 	}
 	return last.handoffSince
+}
+
+// revokingOnLease records that this process cleared the Lease to revoke grant (uid,
+// token) for reason (X3), so the revocation is finished with that reason and lateness
+// whatever the next look at the clock says.
+func (t *renewalTracker) revokingOnLease(key types.NamespacedName, uid types.UID, token int64, p pendingRevocation) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, ok := t.seen[key]; ok && last.uid == uid && last.token == token {
+		last.revoking = p
+		t.seen[key] = last
+	}
 }
 
 // forget drops what is known of a FencedLease that is gone.

@@ -1,6 +1,8 @@
 package fencedlease_test
 
 import (
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,6 +50,22 @@ var _ = Describe("API validation", func() {
 		Entry("a duration that is not a number", map[string]any{"leaseDurationSeconds": "15s"},
 			`spec.leaseDurationSeconds: Invalid value: "string": spec.leaseDurationSeconds in body must be of type integer`),
 	)
+
+	// A pod names its FencedLease in a label, and a label value is at most 63 characters:
+	// a longer name could never have a candidate, so it is refused at apply.
+	It("refuses a name no pod label could carry, and grants at the longest one it can", func() {
+		long := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("a", 64)}}
+		err := k8s.Create(ctx, long)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("metadata.name may be at most 63 characters"))
+		Expect(err.Error()).To(ContainSubstring("a label value is at most 63 characters"))
+
+		name := strings.Repeat("b", 63)
+		startController(ns, controllerOpts{id: "ctrl"})
+		createFL(ns, name, 10, fencingv1.DeletePodPolicy)
+		createPod(ns, "p", name)
+		expectHolder(ns, name, "p", 1)
+	})
 
 	It("defaults the spec", func() {
 		fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"}}

@@ -38,7 +38,10 @@ func TestHandlerPatchesOnlyWhatItAdds(t *testing.T) {
 	_ = fencingv1.AddToScheme(scheme)
 	reader := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(&fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "invoices"}}).Build()
-	h := &Handler{Reader: reader, Decoder: admission.NewDecoder(scheme), AgentImage: "agent:v1"}
+	h, err := NewHandler(reader, scheme, "agent:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: []byte(futurePod)},
 	}})

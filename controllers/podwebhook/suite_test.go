@@ -58,7 +58,8 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	h := &podwebhook.Handler{Reader: k8s, Decoder: admission.NewDecoder(scheme), AgentImage: agentImage}
+	h, err := podwebhook.NewHandler(k8s, scheme, agentImage)
+	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
 	_, err = testenv.ServeWebhook(srvCtx, &testEnv.WebhookInstallOptions, podwebhook.Path, &webhook.Admission{Handler: counting{h}})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/agent"
 	"github.com/fencedlease/fencedlease/pkg/holder"
 )
 
@@ -15,7 +16,7 @@ import (
 func Agent(args []string) error {
 	fs := flag.NewFlagSet("agent", flag.ExitOnError)
 	probe := fs.Bool("probe", false, "Answer the startupProbe: succeed once the grant was renewed, then exit.")
-	var opts holder.AgentOptions
+	var opts agent.Options
 	fs.StringVar(&opts.StateFile, "state-file", fencingv1.AgentStateFile,
 		"Where to keep the agent's view of the grant for the workload (JSON: state, token, local deadline); empty for none.")
 	fs.StringVar(&opts.Listen, "state-address", fencingv1.AgentStateAddress,
@@ -33,7 +34,7 @@ func Agent(args []string) error {
 	if *probe {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // within the probe's timeout
 		defer cancel()
-		return holder.Probe(ctx, cfg)
+		return agent.Probe(ctx, cfg)
 	}
-	return holder.RunAgent(signalContext(), cfg, opts, newLogger("agent"))
+	return agent.Run(signalContext(), cfg, opts, newLogger("agent"))
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
 	"github.com/fencedlease/fencedlease/pkg/holder"
 )
 
@@ -85,11 +86,12 @@ func waitForGrant(ctx context.Context, leases holder.LeaseClients, ns, name, ide
 	var token int64
 	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		l, err := leases.Leases(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity {
+		if err != nil {
 			return false, nil
 		}
-		token, err = strconv.ParseInt(l.Annotations[fencingv1.TokenAnnotation], 10, 64)
-		return err == nil && token > 0, nil
+		rec := leaserecord.Read(l)
+		token = rec.Token
+		return rec.Names(identity, token) && token > 0, nil
 	})
 	return token, err
 }

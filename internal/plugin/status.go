@@ -16,6 +16,7 @@ import (
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
 )
 
 // Status is what `status` shows; -o json|yaml prints it as is.
@@ -143,15 +144,15 @@ func (o *Options) status(cmd *cobra.Command, c client.Client, ns, name string) (
 func holderStatus(h *fencingv1.Holder, lease *coordinationv1.Lease, now time.Time) *HolderStatus {
 	hs := &HolderStatus{Pod: h.PodName, Token: h.Token, AcquireTime: h.AcquireTime.Time,
 		LeaseDuration: metav1.Duration{Duration: time.Duration(h.LeaseDurationSeconds) * time.Second}, Confirmed: h.FirstRenewTime != nil}
-	if lease == nil || lease.Annotations[fencingv1.TokenAnnotation] != fmt.Sprint(h.Token) {
+	rec := leaserecord.Read(lease)
+	if !rec.Exists || rec.Token != h.Token {
 		return hs // the grant has not reached the Lease yet
 	}
-	hs.LeaseHeld = lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == h.PodName
-	rt := lease.Spec.RenewTime
-	if rt == nil || lease.Spec.AcquireTime != nil && rt.Equal(lease.Spec.AcquireTime) {
+	hs.LeaseHeld = rec.Names(h.PodName, h.Token)
+	if !rec.Renewed() {
 		return hs // only the operator's grant-time write: no renewal yet
 	}
-	t := rt.Time
+	t := rec.RenewTime.Time
 	since := metav1.Duration{Duration: now.Sub(t)}
 	left := metav1.Duration{Duration: hs.LeaseDuration.Duration - since.Duration}
 	hs.LastRenewTime, hs.SinceRenewal, hs.TimeLeft, hs.Confirmed = &t, &since, &left, true

@@ -44,7 +44,7 @@ var _ = Describe("holder.Exec (fencedlease hold)", func() {
 		go func() {
 			defer GinkgoRecover()
 			res, err := holder.Exec(ctx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices",
-				Identity: "a", Token: 1, StopGrace: grace, OnLost: lost.record}, cmd)
+				Identity: "a", Token: 1, StopGrace: grace, Callbacks: holder.Callbacks{OnLost: lost.record}}, cmd)
 			Expect(err).NotTo(HaveOccurred())
 			done <- res
 		}()

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
 )
 
 // Why a holder's context ends (see Err).
@@ -52,20 +53,30 @@ type Config struct {
 	StopGrace time.Duration
 	// RetryPeriod is the wait between failed attempts; default RenewInterval/4.
 	RetryPeriod time.Duration
-	// OnLost is called once, with the reason, when the grant ends for any reason.
-	OnLost func(error)
-	// OnRenewed is called after every confirmed renewal (the first, in Start, too) with the
-	// new local deadline: the moment this holder gives up unless another is confirmed. It
-	// runs on the renewal goroutine and must not block.
-	OnRenewed func(deadline time.Time)
-	// OnDraining is called once, with the successor pod's name, when the operator asks
-	// this holder to hand off (see Draining). It runs on the renewal goroutine and must
-	// not block.
-	OnDraining func(successor string)
+	// Callbacks are told what happens to the grant; each may be nil.
+	Callbacks Callbacks
+	// StartTimeout bounds Start's first read of the Lease, before the lease duration is
+	// known; default 10 s. The first renewal is bounded by RenewDeadline, as every one is.
+	StartTimeout time.Duration
 	// Clock defaults to the real clock.
 	Clock clock.Clock
 	// Metrics, from NewMetrics, counts renewals and losses; nil counts nothing.
 	Metrics *Metrics
+}
+
+// Callbacks are told what happens to a grant. OnRenewed and OnDraining run on the
+// renewal goroutine and must not block; OnLost runs once, on whichever goroutine ended
+// the grant.
+type Callbacks struct {
+	// OnLost is called once, with the reason (Err's), when the grant ends for any reason.
+	OnLost func(error)
+	// OnRenewed is called after every confirmed renewal (the first, in Start, too) with
+	// the new local deadline: the moment this holder gives up unless another renewal is
+	// confirmed (Deadline).
+	OnRenewed func(deadline time.Time)
+	// OnDraining is called once, with the successor pod's name, when the operator asks
+	// this holder to hand off (see Draining).
+	OnDraining func(successor string)
 }
 
 // FromEnv fills the grant's names from FENCING_LEASE_NAMESPACE, FENCING_LEASE_NAME,
@@ -103,15 +114,26 @@ type Holder struct {
 	// lease is the Lease as the last renewal left it (nil: read it first); only the
 	// renewing goroutine touches it.
 	lease *coordinationv1.Lease
+
+	mu sync.Mutex
+	// deadline is when the last confirmed renewal's authority ends, on this clock.
+	deadline time.Time
 }
 
 // Start confirms the grant with a first renewal, then renews in the background until
 // the grant is lost, released, or ctx ends. A grant that cannot be confirmed is an error.
+// It returns within StartTimeout (the first read) plus RenewDeadline (the first renewal):
+// a renewal confirmed later than that would confer no authority anyway.
 func Start(ctx context.Context, cfg Config) (*Holder, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	lease, err := cfg.Leases.Leases(cfg.Namespace).Get(ctx, cfg.LeaseName, metav1.GetOptions{})
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = defaultStartTimeout
+	}
+	read, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	lease, err := cfg.Leases.Leases(cfg.Namespace).Get(read, cfg.LeaseName, metav1.GetOptions{})
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("reading Lease %s/%s: %w", cfg.Namespace, cfg.LeaseName, err)
 	}
@@ -121,7 +143,9 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 	cfg.Metrics.start(&cfg)
 	h := &Holder{cfg: cfg, done: make(chan struct{}), draining: make(chan struct{}), lease: lease}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
-	sent, err := h.renew(ctx)
+	first, cancel := context.WithTimeout(ctx, cfg.RenewDeadline)
+	sent, err := h.renew(first)
+	cancel()
 	if err != nil {
 		h.cancel(err)
 		return nil, err
@@ -130,6 +154,9 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 	go h.loop(sent)
 	return h, nil
 }
+
+// defaultStartTimeout bounds the first read of the Lease.
+const defaultStartTimeout = 10 * time.Second
 
 func (c *Config) defaults(lease *coordinationv1.Lease) error {
 	if lease.Spec.LeaseDurationSeconds == nil || *lease.Spec.LeaseDurationSeconds < 1 {
@@ -169,6 +196,23 @@ func (h *Holder) Draining() <-chan struct{} { return h.draining }
 
 // Token is the fencing token to pass with every protected write.
 func (h *Holder) Token() int64 { return h.cfg.Token }
+
+// Deadline is when this holder gives up unless another renewal is confirmed: RenewDeadline
+// after the last confirmed renewal was sent, on the holder's clock. Start no work that
+// cannot finish before it.
+func (h *Holder) Deadline() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deadline
+}
+
+// Holding reports, now, whether the grant holds: not ended, and its Deadline not passed.
+// It reads the clock itself, so it is true only while the last confirmed renewal still
+// confers authority, even before the renewal goroutine notices a missed deadline.
+func (h *Holder) Holding() bool {
+	now := h.cfg.Clock.Now()
+	return h.ctx.Err() == nil && now.Before(h.Deadline())
+}
 
 // Release stops the work (Context ends with ErrReleased) and clears the Lease's holder,
 // so the operator grants the next pod at once. It is a no-op on a Lease that no longer
@@ -210,8 +254,12 @@ const minDriftMargin = 500 * time.Millisecond
 const releaseAttempts = 5
 
 func (h *Holder) renewed(sent time.Time) {
-	if h.cfg.OnRenewed != nil {
-		h.cfg.OnRenewed(sent.Add(h.cfg.RenewDeadline))
+	deadline := sent.Add(h.cfg.RenewDeadline)
+	h.mu.Lock()
+	h.deadline = deadline
+	h.mu.Unlock()
+	if h.cfg.Callbacks.OnRenewed != nil {
+		h.cfg.Callbacks.OnRenewed(deadline)
 	}
 }
 
@@ -289,7 +337,7 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 		updated, err := leases.Update(ctx, next, metav1.UpdateOptions{})
 		if err == nil {
 			h.lease = updated
-			if successor := updated.Annotations[fencingv1.SuccessorAnnotation]; successor != "" {
+			if successor := leaserecord.Read(updated).Successor; successor != "" {
 				h.drain(successor)
 			}
 			return sent, nil
@@ -302,16 +350,15 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 }
 
 func (h *Holder) named(l *coordinationv1.Lease) bool {
-	return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == h.cfg.Identity &&
-		l.Annotations[fencingv1.TokenAnnotation] == strconv.FormatInt(h.cfg.Token, 10)
+	return leaserecord.Read(l).Names(h.cfg.Identity, h.cfg.Token)
 }
 
 // drain signals the hand-off request, once.
 func (h *Holder) drain(successor string) {
 	h.drainOnce.Do(func() {
 		close(h.draining)
-		if h.cfg.OnDraining != nil {
-			h.cfg.OnDraining(successor)
+		if h.cfg.Callbacks.OnDraining != nil {
+			h.cfg.Callbacks.OnDraining(successor)
 		}
 	})
 }
@@ -321,8 +368,8 @@ func (h *Holder) end(reason error) {
 	h.lost.Do(func() {
 		h.cancel(reason)
 		h.cfg.Metrics.lostFor(&h.cfg, reason)
-		if h.cfg.OnLost != nil {
-			h.cfg.OnLost(reason)
+		if h.cfg.Callbacks.OnLost != nil {
+			h.cfg.Callbacks.OnLost(reason)
 		}
 	})
 }

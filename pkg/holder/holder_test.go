@@ -15,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/agent"
 	"github.com/fencedlease/fencedlease/pkg/holder"
 )
 
@@ -119,7 +120,7 @@ var _ = Describe("pkg/holder", func() {
 		var lost lostAt
 		h, err := holder.Start(ctx, holder.Config{
 			Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
-			OnLost: lost.record,
+			Callbacks: holder.Callbacks{OnLost: lost.record},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		By("seeing a background renewal land before cutting the link")
@@ -163,9 +164,9 @@ var _ = Describe("pkg/holder", func() {
 		agentCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- holder.RunAgent(agentCtx, holder.Config{
+			done <- agent.Run(agentCtx, holder.Config{
 				Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices", Identity: "a", Token: 1,
-			}, holder.AgentOptions{}, logf.Log.WithName("agent"))
+			}, agent.Options{}, logf.Log.WithName("agent"))
 		}()
 		Consistently(func(g Gomega) {
 			g.Expect(holderOf(g, ns)).To(Equal("a/1"))

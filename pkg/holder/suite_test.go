@@ -99,7 +99,7 @@ func grantedNamespace(durationSeconds int32) string {
 	}
 	Eventually(func(g Gomega) {
 		g.Expect(holderOf(g, ns)).To(Equal("a/1"))
-		l := &coordinationv1.Lease{} // grant step 2 done too
+		l := &coordinationv1.Lease{} // G2 done too
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, l)).To(Succeed())
 		g.Expect(l.Spec.HolderIdentity).To(HaveValue(Equal("a")))
 		g.Expect(l.Annotations).To(HaveKeyWithValue(fencingv1.TokenAnnotation, "1"))

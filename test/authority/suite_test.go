@@ -23,7 +23,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
@@ -105,10 +104,11 @@ func aggregateOnce() {
 // serveWebhook runs the pod webhook where envtest points the shipped configuration,
 // reading FencedLeases as the operator does.
 func serveWebhook(o *envtest.WebhookInstallOptions) {
-	h := &podwebhook.Handler{Reader: operator, Decoder: admission.NewDecoder(testenv.Scheme()), AgentImage: "fencedlease:test"}
+	h, err := podwebhook.NewHandler(operator, testenv.Scheme(), "fencedlease:test")
+	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
-	_, err := testenv.ServeWebhook(srvCtx, o, podwebhook.Path, &webhook.Admission{Handler: h})
+	_, err = testenv.ServeWebhook(srvCtx, o, podwebhook.Path, &webhook.Admission{Handler: h})
 	Expect(err).NotTo(HaveOccurred())
 }
 

@@ -136,13 +136,13 @@ func (h *holders) saw(l *coordinationv1.Lease) {
 	go func() {
 		hd, err := holder.Start(ctx, holder.Config{
 			Leases: holder.ClientGo(h.cs.CoordinationV1()), Namespace: ns, LeaseName: l.Name, Identity: pod, Token: token,
-			OnLost: func(reason error) {
+			Callbacks: holder.Callbacks{OnLost: func(reason error) {
 				if errors.Is(reason, holder.ErrDeadline) {
 					h.mu.Lock()
 					h.gaveUp[ns]++
 					h.mu.Unlock()
 				}
-			},
+			}},
 		})
 		if err != nil {
 			return // revoked before it could confirm, or stopped

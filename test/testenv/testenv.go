@@ -15,8 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,21 +28,15 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/config/crd"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
+	"github.com/fencedlease/fencedlease/controllers/leadership"
 )
 
 // Scheme knows the built-in types, CRDs and the FencedLease.
 func Scheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
+	s := fencedlease.NewScheme()
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := fencingv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -125,6 +120,14 @@ type ControllerOptions struct {
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
+// registerer is Registry, or none (a nil *Registry is not a nil Registerer).
+func (o ControllerOptions) registerer() prometheus.Registerer {
+	if o.Registry == nil {
+		return nil
+	}
+	return o.Registry
+}
+
 // Controller is a running controller manager.
 type Controller struct {
 	Manager ctrl.Manager
@@ -140,36 +143,42 @@ func StartController(cfg *rest.Config, ns string, o ControllerOptions) (*Control
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(o.WrapTransport)
 	}
+	// As the binary: under leader election the leader's writes go through the
+	// leadership guard, which refuses them once its leadership is not certain.
+	var lock resourcelock.Interface
+	var guard *leadership.Guard
+	const renewDeadline = 1500 * time.Millisecond
+	if o.LeaderElection {
+		var err error
+		if lock, guard, err = leadership.NewLock(cfg, ns, "fencedlease-operator", o.Name+"_"+string(uuid.NewUUID()), renewDeadline, nil); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		Cache:                   cacheOptions(ns),
-		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
-		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        "fencedlease-operator",
-		LeaderElectionNamespace: ns,
-		LeaseDuration:           ptr.To(2 * time.Second),
-		RenewDeadline:           ptr.To(1500 * time.Millisecond),
-		RetryPeriod:             ptr.To(200 * time.Millisecond),
-		Logger:                  logf.Log.WithName(o.Name),
+		Scheme:                              scheme,
+		Metrics:                             metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:              "0",
+		Cache:                               cacheOptions(ns),
+		Controller:                          config.Controller{SkipNameValidation: ptr.To(true)},
+		LeaderElection:                      o.LeaderElection,
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       ptr.To(2 * time.Second),
+		RenewDeadline:                       ptr.To(renewDeadline),
+		RetryPeriod:                         ptr.To(200 * time.Millisecond),
+		Logger:                              logf.Log.WithName(o.Name),
 	})
 	if err != nil {
 		return nil, err
 	}
-	r := &fencedlease.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("fencedlease-controller"),
-		Clock:     clock.RealClock{},
-		// As the binary does: several FencedLeases at once, each key one at a time (and
-		// the race detector watching, under make test).
+	// As the binary does: several FencedLeases at once, each key one at a time (and the
+	// race detector watching, under make test).
+	if _, err := fencedlease.Setup(mgr, fencedlease.Options{
+		Guard:                   guard,
+		Unelected:               !o.LeaderElection,
+		Clock:                   clock.RealClock{},
+		Metrics:                 fencedlease.NewMetrics(o.registerer()),
 		MaxConcurrentReconciles: 4,
-	}
-	if o.Registry != nil {
-		r.Metrics = fencedlease.NewMetrics(o.Registry)
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

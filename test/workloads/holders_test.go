@@ -82,7 +82,7 @@ func (hs *holders) hold(ctx context.Context, pod string, token int64) {
 	successor := make(chan string, 1)
 	h, err := holder.Start(ctx, holder.Config{
 		Leases: holder.ClientGo(hs.cs.CoordinationV1()), Namespace: hs.ns, LeaseName: "invoices", Identity: pod, Token: token,
-		OnDraining: func(s string) { successor <- s },
+		Callbacks: holder.Callbacks{OnDraining: func(s string) { successor <- s }},
 	})
 	if err != nil {
 		GinkgoWriter.Printf("holder %s token %d not confirmed: %v\n", pod, token, err)

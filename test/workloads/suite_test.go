@@ -17,7 +17,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 	"github.com/fencedlease/fencedlease/test/cluster"
@@ -56,7 +55,8 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.NewWithWatch(cl.Config, client.Options{Scheme: testenv.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 
-	h := &podwebhook.Handler{Reader: k8s, Decoder: admission.NewDecoder(testenv.Scheme()), AgentImage: "fencedlease:test"}
+	h, err := podwebhook.NewHandler(k8s, testenv.Scheme(), "fencedlease:test")
+	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
 	_, err = testenv.ServeWebhook(srvCtx, &env.WebhookInstallOptions, podwebhook.Path, &webhook.Admission{Handler: h})

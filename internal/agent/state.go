@@ -1,4 +1,4 @@
-package holder
+package agent
 
 import (
 	"encoding/json"
@@ -12,20 +12,20 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// The agent's states, as AgentState.State.
+// The agent's states, as State.State.
 const (
-	AgentStarting = "Starting" // confirming the grant with a first renewal
-	AgentHolding  = "Holding"
-	AgentDraining = "Draining" // asked to hand off: release at a safe point
-	AgentLost     = "Lost"     // no renewal confirmed before the deadline: stop; the agent keeps trying
-	AgentEnded    = "Ended"    // the grant moved on or was released: nothing left to renew
+	StateStarting = "Starting" // confirming the grant with a first renewal
+	StateHolding  = "Holding"
+	StateDraining = "Draining" // asked to hand off: release at a safe point
+	StateLost     = "Lost"     // no renewal confirmed before the deadline: stop; the agent keeps trying
+	StateEnded    = "Ended"    // the grant moved on or was released: nothing left to renew
 )
 
-// AgentState is the agent's local view of the grant, for the workload: written to a file
+// State is the agent's local view of the grant, for the workload: written to a file
 // (JSON, replaced atomically) and served on the agent's localhost endpoint. It is the
 // agent's own knowledge, so it stays current while the API server is unreachable, which
 // /etc/fencing/state (the kubelet copies it from the API server) does not.
-type AgentState struct {
+type State struct {
 	State string `json:"state"`
 	Token int64  `json:"token"`
 	// Deadline, while Holding or Draining, is when the agent gives up unless a renewal is
@@ -37,10 +37,10 @@ type AgentState struct {
 	Updated time.Time `json:"updated"`
 }
 
-// stateBoard holds the current AgentState and publishes each change.
+// stateBoard holds the current State and publishes each change.
 type stateBoard struct {
 	mu    sync.Mutex
-	cur   AgentState
+	cur   State
 	path  string // "" writes no file
 	clock clock.PassiveClock
 	log   logr.Logger
@@ -54,7 +54,7 @@ func newStateBoard(path string, token int64, c clock.PassiveClock, log logr.Logg
 			b.path = ""
 		}
 	}
-	b.set(AgentStarting, token, nil, "")
+	b.set(StateStarting, token, nil, "")
 	return b
 }
 
@@ -62,7 +62,7 @@ func newStateBoard(path string, token int64, c clock.PassiveClock, log logr.Logg
 func (b *stateBoard) set(state string, token int64, deadline *time.Time, reason string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.cur = AgentState{State: state, Token: token, Deadline: deadline, Reason: reason, Updated: b.clock.Now()}
+	b.cur = State{State: state, Token: token, Deadline: deadline, Reason: reason, Updated: b.clock.Now()}
 	if b.path == "" {
 		return
 	}
@@ -82,13 +82,13 @@ func (b *stateBoard) renewed(token int64, deadline time.Time) {
 	b.mu.Lock()
 	state := b.cur.State
 	b.mu.Unlock()
-	if state != AgentDraining {
-		state = AgentHolding
+	if state != StateDraining {
+		state = StateHolding
 	}
 	b.set(state, token, &deadline, "")
 }
 
-func (b *stateBoard) get() AgentState {
+func (b *stateBoard) get() State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.cur

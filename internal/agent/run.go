@@ -1,4 +1,9 @@
-package holder
+// Package agent is the renewal sidecar (fencedlease-agent agent) for workloads that do
+// not link pkg/holder: it holds the pod's grant with a holder.Holder and publishes its
+// view of it to the workload, in a file and on a localhost endpoint. Its startupProbe
+// (Probe) passes once the Lease shows the grant renewed. The package is internal: its
+// state file's JSON is the contract (docs/fencing.md), not these Go names.
+package agent
 
 import (
 	"context"
@@ -10,19 +15,21 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
+
+	"github.com/fencedlease/fencedlease/pkg/holder"
 )
 
-// AgentOptions say where the agent publishes its AgentState.
-type AgentOptions struct {
+// Options say where the agent publishes its State.
+type Options struct {
 	// StateFile is written on every change (empty: none).
 	StateFile string
 	// Listen is a localhost address whose /state answers with the state (empty: none).
 	Listen string
 }
 
-// RunAgent is the renewal sidecar's loop, for workloads that do not link this package:
+// Run is the renewal sidecar's loop, for workloads that do not link this package:
 // it holds the grant until ctx ends (the pod stops), and publishes what it knows (see
-// AgentState). When renewals fail past the deadline it says Lost and keeps trying: while
+// State). When renewals fail past the deadline it says Lost and keeps trying: while
 // the Lease still names this pod and token the grant may still be its own (the operator
 // revokes only a lease later), and a confirmed renewal makes it Holding again. It stops
 // renewing only once the grant has certainly moved on (the Lease names someone else, or
@@ -30,7 +37,7 @@ type AgentOptions struct {
 // renewing, because it cannot know when the workload reached a safe point. The workload
 // releases itself (it may clear holderIdentity on its own Lease), or is revoked after
 // the grace period.
-func RunAgent(ctx context.Context, cfg Config, opts AgentOptions, log logr.Logger) error {
+func Run(ctx context.Context, cfg holder.Config, opts Options, log logr.Logger) error {
 	c := cfg.Clock
 	if c == nil {
 		c = clock.RealClock{}
@@ -42,16 +49,16 @@ func RunAgent(ctx context.Context, cfg Config, opts AgentOptions, log logr.Logge
 			log.Error(err, "not serving the state endpoint; the state file still works", "address", opts.Listen)
 		}
 	}
-	cfg.OnRenewed = func(deadline time.Time) { board.renewed(cfg.Token, deadline) }
-	cfg.OnDraining = func(successor string) {
+	cfg.Callbacks.OnRenewed = func(deadline time.Time) { board.renewed(cfg.Token, deadline) }
+	cfg.Callbacks.OnDraining = func(successor string) {
 		log.Info("asked to hand off to a newer revision; the workload should release at a safe point",
 			"lease", cfg.LeaseName, "token", cfg.Token, "successor", successor)
 		st := board.get()
-		board.set(AgentDraining, cfg.Token, st.Deadline, "")
+		board.set(StateDraining, cfg.Token, st.Deadline, "")
 	}
 	retry := time.Second
 	for {
-		h, err := Start(ctx, cfg)
+		h, err := holder.Start(ctx, cfg)
 		if err == nil {
 			log.Info("holding grant", "lease", cfg.LeaseName, "token", cfg.Token)
 			<-h.Context().Done()
@@ -63,14 +70,14 @@ func RunAgent(ctx context.Context, cfg Config, opts AgentOptions, log logr.Logge
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, ErrRevoked), errors.Is(err, ErrReleased):
+		case errors.Is(err, holder.ErrRevoked), errors.Is(err, holder.ErrReleased):
 			log.Info("the grant has moved on; nothing left to renew", "reason", err.Error())
-			board.set(AgentEnded, cfg.Token, nil, err.Error())
+			board.set(StateEnded, cfg.Token, nil, err.Error())
 			<-ctx.Done()
 			return nil
-		case errors.Is(err, ErrDeadline):
+		case errors.Is(err, holder.ErrDeadline):
 			log.Info("no renewal confirmed before the deadline; the workload must stop; trying again while the grant may still be ours")
-			board.set(AgentLost, cfg.Token, nil, err.Error())
+			board.set(StateLost, cfg.Token, nil, err.Error())
 		default:
 			log.Error(err, "confirming the grant; retrying", "in", retry)
 		}

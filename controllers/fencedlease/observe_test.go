@@ -1,0 +1,55 @@
+package fencedlease
+
+import (
+	"context"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+var testScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := fencingv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// observeStep is one reconcile's observation and decision at the fake clock's time, run
+// by the production code: Reconciler.observe reads lease, the labeled pods and extra
+// (pods only an uncached read finds, ReplicaSets) from a fake API server, with tracker
+// tr; decide decides; then the tracker learns what a successful status write tells it
+// (statusWritten). fl takes the decided status, as the next read would show it.
+func observeStep(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, extra []client.Object) decision {
+	var objs []client.Object
+	if lease != nil {
+		objs = append(objs, lease.DeepCopy())
+	}
+	for i := range pods {
+		p := pods[i].DeepCopy()
+		if p.DeletionTimestamp != nil && len(p.Finalizers) == 0 {
+			p.Finalizers = []string{"test/terminating"} // the fake refuses a deleted object without one
+		}
+		objs = append(objs, p)
+	}
+	api := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(append(objs, extra...)...).Build()
+	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, tracker: tr}
+	w, err := r.observe(context.Background(), fl)
+	if err != nil {
+		panic(err)
+	}
+	d := decide(w)
+	fl.Status = d.status
+	r.statusWritten(fl, d)
+	return d
+}

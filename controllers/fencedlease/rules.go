@@ -1,0 +1,199 @@
+package fencedlease
+
+import (
+	"time"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
+)
+
+// rule judges the grant the status names from the classified world: it returns its
+// transition and true, or false when it does not apply. Rules are pure.
+type rule struct {
+	name  string
+	judge func(in *input) (transition, bool)
+}
+
+// chain is a list of rules; the first that applies decides.
+type chain []rule
+
+// evaluate returns the transition of the first rule that applies, named after it.
+func (c chain) evaluate(in *input) (transition, bool) {
+	for _, r := range c {
+		if t, ok := r.judge(in); ok {
+			t.rule = r.name
+			t.holder = *in.h
+			return t, true
+		}
+	}
+	return transition{}, false
+}
+
+// holderRules judge the grant the status names, in this order (doc.go gives the steps
+// they cite). The last one always applies.
+var holderRules = chain{
+	{"foreign Lease", foreignLeaseRule},
+	{"finish a half-done revocation", finishRevocationRule},
+	{"released", releasedRule},
+	{"cut off, waiting out the lease", cutOffRunsOutRule},
+	{"deleting", deletingRule},
+	{"label removed", labelRemovedRule},
+	{"expired", expiredRule},
+	{"revoke requested", revokeRequestedRule},
+	{"hand-off timeout", handoffTimeoutRule},
+	{"ask to hand off", askHandoffRule},
+	{"keep", keepRule},
+}
+
+// foreignLeaseRule: a Lease of this name that the operator did not create is never
+// adopted or written (A3). A deleted FencedLease still revokes its holder, so deletion is
+// never blocked; otherwise the grant is kept as the status has it.
+func foreignLeaseRule(in *input) (transition, bool) {
+	if in.state != leaserecord.StateForeign {
+		return transition{}, false
+	}
+	if in.fl.DeletionTimestamp != nil {
+		return transition{kind: revoke, revocation: fencingv1.ReasonFencedLeaseDeleted}, true
+	}
+	return transition{kind: keep, requeueAfter: conflictRecheck}, true
+}
+
+// finishRevocationRule: the Lease shows this grant cut off (X3 done) and the status does
+// not record the revocation (X4 failed: a conflict, a crash). Finish it with the reason it
+// was decided for — this process remembers it (with its lateness) until X4 lands; a
+// restarted one reads it off the Lease: a cut-off it did not make on purpose (no hand-off
+// asked, no revoke requested) can only be an expiry.
+func finishRevocationRule(in *input) (transition, bool) {
+	if in.state != leaserecord.StateCutOff {
+		return transition{}, false
+	}
+	if p := in.renewal.revoking; p.reason != "" {
+		return transition{kind: revoke, revocation: p.reason, lateness: p.lateness}, true
+	}
+	if waitingOutCutOff(in.record, in.fl, in.h) {
+		return transition{}, false // cut off on purpose (C1): cutOffRunsOutRule
+	}
+	return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
+}
+
+// releasedRule: the holder pod finished or is gone, or the holder cleared holderIdentity
+// on its own Lease (L1, L2). A terminating pod keeps its grant until it is gone: its
+// containers may still run.
+func releasedRule(in *input) (transition, bool) {
+	var reason fencingv1.ReleaseReason
+	switch pod := in.holder; {
+	case pod == nil:
+		reason = fencingv1.ReleasePodDeleted
+	case finished(pod):
+		reason = fencingv1.ReleasePodFinished
+	case in.state == leaserecord.StateReleased:
+		reason = fencingv1.ReleaseLeaseReleased
+	default:
+		return transition{}, false
+	}
+	return transition{kind: release, release: reason}, true
+}
+
+// cutOffRunsOutRule: the holder stands cut off (C1: a hand-off grace period ended, or a
+// revoke was requested). It is revoked once the lease it last renewed has run out, so a
+// holder that keeps its own deadline has stopped by then (C2) — or at once when it never
+// renewed: it never ran.
+func cutOffRunsOutRule(in *input) (transition, bool) {
+	switch {
+	case in.state != leaserecord.StateCutOff:
+		return transition{}, false
+	case in.revokeRequested && !in.started:
+		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
+	case in.left > 0:
+		return transition{kind: keep, requeueAfter: in.left}, true
+	case in.revokeRequested:
+		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
+	}
+	return transition{kind: revoke, revocation: expiryReason(in.started, true)}, true
+}
+
+// deletingRule: a FencedLease being deleted revokes its holder (D1).
+func deletingRule(in *input) (transition, bool) {
+	if in.fl.DeletionTimestamp == nil {
+		return transition{}, false
+	}
+	return transition{kind: revoke, revocation: fencingv1.ReasonFencedLeaseDeleted}, true
+}
+
+// labelRemovedRule: the holder pod is still there, maybe running, without the label that
+// made it a candidate: not a release. Revoke it (A2).
+func labelRemovedRule(in *input) (transition, bool) {
+	if in.holder.Labels[fencingv1.LeaseLabel] == in.fl.Name {
+		return transition{}, false
+	}
+	return transition{kind: revoke, revocation: fencingv1.ReasonLabelRemoved}, true
+}
+
+// expiredRule: no renewal observed for the grant's limit — the startup deadline until it
+// first renewed, its lease duration after (X2). The Lease is cleared first (X3).
+func expiredRule(in *input) (transition, bool) {
+	if in.left > 0 {
+		return transition{}, false
+	}
+	return transition{kind: revoke, leaseFirst: true, lateness: lateness(in.world, in.limit, -in.left),
+		revocation: expiryReason(in.started, in.h.Handoff != nil && in.graceLeft <= 0)}, true
+}
+
+// revokeRequestedRule: the FencedLease asks to revoke exactly this grant (Q1). One that
+// never renewed never ran, and the compare-and-swap refuses the first renewal it may be
+// sending: revoke at once. Otherwise cut it off now (Q2) and revoke when its lease has run
+// out (C2).
+func revokeRequestedRule(in *input) (transition, bool) {
+	switch {
+	case !in.revokeRequested:
+		return transition{}, false
+	case !in.started:
+		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true}, true
+	}
+	return transition{kind: cutOff, revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true, requeueAfter: in.left}, true
+}
+
+// handoffTimeoutRule: asked to hand off, the holder did not release within the grace
+// period: cut it off (H3, C1).
+func handoffTimeoutRule(in *input) (transition, bool) {
+	if in.h.Handoff == nil || in.graceLeft > 0 {
+		return transition{}, false
+	}
+	return transition{kind: cutOff, revocation: fencingv1.ReasonHandoffTimeout, leaseFirst: true, requeueAfter: in.left}, true
+}
+
+// askHandoffRule: a pod of a newer revision of the holder's own workload waits: ask the
+// holder to hand off to it (H1). The grace period starts at now.
+func askHandoffRule(in *input) (transition, bool) {
+	if in.h.Handoff != nil || in.successor == nil {
+		return transition{}, false
+	}
+	grace := time.Duration(specHandoffSeconds(in.fl)) * time.Second
+	return transition{kind: askHandoff, requeueAfter: min(in.left, grace), successor: &fencingv1.Handoff{
+		SuccessorName:      in.successor.Name,
+		SuccessorUID:       in.successor.UID,
+		RequestTime:        *microTime(in.now),
+		GracePeriodSeconds: specHandoffSeconds(in.fl),
+	}}, true
+}
+
+// keepRule: the grant holds; look again when it could next run out.
+func keepRule(in *input) (transition, bool) {
+	next := in.left
+	if in.h.Handoff != nil {
+		next = min(next, in.graceLeft)
+	}
+	return transition{kind: keep, requeueAfter: next}, true
+}
+
+// expiryReason names a revocation decided by the clock. One that never renewed never ran,
+// whatever else happened: its pod must go (see mustDelete).
+func expiryReason(started, handoffTimedOut bool) fencingv1.RevocationReason {
+	switch {
+	case !started:
+		return fencingv1.ReasonStartupDeadlineExceeded
+	case handoffTimedOut:
+		return fencingv1.ReasonHandoffTimeout
+	}
+	return fencingv1.ReasonLeaseExpired
+}

@@ -1,0 +1,245 @@
+package fencedlease
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
+)
+
+// ruleCase is one row of a rule's table: an input built by mod from a holder a of token
+// 1 on a 10 s lease, granted at t0 and seen renewing at t0, judged at the fake clock's
+// t0+5s; and the verdict the rule must give.
+type ruleCase struct {
+	name       string
+	mod        func(in *input)
+	applies    bool
+	kind       transitionKind
+	revocation fencingv1.RevocationReason
+	release    fencingv1.ReleaseReason
+	leaseFirst bool
+	requeue    time.Duration
+}
+
+func ruleInput(c *clocktesting.FakeClock, mod func(*input)) *input {
+	fl := newFL(10)
+	h := &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 1, AcquireTime: *microTime(t0),
+		LeaseDurationSeconds: 10, StartupDeadlineSeconds: 20, FirstRenewTime: microTime(t0)}
+	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 1, Holder: h}
+	a := pod("a", t0)
+	lease := leaseFor(h, t0.Add(time.Second))
+	w := world{fl: fl, lease: lease, pods: []corev1.Pod{a}, holder: &a, now: c.Now(),
+		renewal: renewal{uid: h.PodUID, token: 1, observedAt: t0, seenRenewing: true}}
+	if mod != nil {
+		in := &input{world: w, h: h}
+		mod(in) // changes the world; classify below derives the rest
+		w, h = in.world, in.h
+	}
+	in := classify(w, h)
+	return &in
+}
+
+func runRuleTable(t *testing.T, judge func(*input) (transition, bool), cases []ruleCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
+			got, ok := judge(ruleInput(c, tc.mod))
+			if ok != tc.applies {
+				t.Fatalf("applies = %v, want %v (%+v)", ok, tc.applies, got)
+			}
+			if !ok {
+				return
+			}
+			if got.kind != tc.kind || got.revocation != tc.revocation || got.release != tc.release || got.leaseFirst != tc.leaseFirst {
+				t.Fatalf("got %s %q/%q leaseFirst=%v, want %s %q/%q leaseFirst=%v",
+					got.kind, got.revocation, got.release, got.leaseFirst, tc.kind, tc.revocation, tc.release, tc.leaseFirst)
+			}
+			if tc.requeue != 0 && got.requeueAfter != tc.requeue {
+				t.Fatalf("requeueAfter = %v, want %v", got.requeueAfter, tc.requeue)
+			}
+		})
+	}
+}
+
+// Helpers that change the world of ruleInput.
+func cutOffLeaseOf(in *input) {
+	in.lease.Spec.HolderIdentity = nil
+	delete(in.lease.Annotations, fencingv1.HolderUIDAnnotation)
+}
+func neverRenewed(in *input) {
+	in.h.FirstRenewTime = nil
+	in.lease.Spec.RenewTime = in.lease.Spec.AcquireTime.DeepCopy()
+}
+func revokeAsked(in *input) {
+	in.fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
+}
+func handoffAsked(grace int32, since time.Time) func(*input) {
+	return func(in *input) {
+		in.h.Handoff = &fencingv1.Handoff{SuccessorName: "n", SuccessorUID: "uid-n", GracePeriodSeconds: grace}
+		in.handoffSince = since
+	}
+}
+func all(mods ...func(*input)) func(*input) {
+	return func(in *input) {
+		for _, m := range mods {
+			m(in)
+		}
+	}
+}
+func at(offset time.Duration) func(*input) { return func(in *input) { in.now = t0.Add(offset) } }
+
+func TestRuleForeignLease(t *testing.T) {
+	foreign := func(in *input) { delete(in.lease.Labels, fencingv1.LeaseLabel) }
+	runRuleTable(t, foreignLeaseRule, []ruleCase{
+		{name: "our Lease", applies: false},
+		{name: "a foreign Lease keeps the grant and looks again", mod: foreign, applies: true, kind: keep, requeue: conflictRecheck},
+		{name: "deletion still revokes", mod: all(foreign, func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }),
+			applies: true, kind: revoke, revocation: fencingv1.ReasonFencedLeaseDeleted},
+	})
+}
+
+func TestRuleFinishAHalfDoneRevocation(t *testing.T) {
+	remembered := func(reason fencingv1.RevocationReason) func(*input) {
+		return func(in *input) { in.renewal.revoking = pendingRevocation{reason: reason, lateness: time.Second} }
+	}
+	runRuleTable(t, finishRevocationRule, []ruleCase{
+		{name: "the Lease still names the holder", applies: false},
+		{name: "cut off after expiry, after a restart", mod: cutOffLeaseOf, applies: true, kind: revoke, revocation: fencingv1.ReasonLeaseExpired},
+		{name: "cut off before the first renewal, after a restart", mod: all(neverRenewed, cutOffLeaseOf), applies: true,
+			kind: revoke, revocation: fencingv1.ReasonStartupDeadlineExceeded},
+		{name: "cut off on a revoke request: waits out the lease", mod: all(revokeAsked, cutOffLeaseOf), applies: false},
+		{name: "cut off after a hand-off: waits out the lease", mod: all(handoffAsked(30, t0), cutOffLeaseOf), applies: false},
+		{name: "the reason this process decided wins", mod: all(handoffAsked(30, t0), cutOffLeaseOf, remembered(fencingv1.ReasonLeaseExpired)),
+			applies: true, kind: revoke, revocation: fencingv1.ReasonLeaseExpired},
+		{name: "a remembered revoke request", mod: all(neverRenewed, revokeAsked, cutOffLeaseOf, remembered(fencingv1.ReasonRevokeRequested)),
+			applies: true, kind: revoke, revocation: fencingv1.ReasonRevokeRequested},
+	})
+}
+
+func TestRuleReleased(t *testing.T) {
+	runRuleTable(t, releasedRule, []ruleCase{
+		{name: "running", applies: false},
+		{name: "pod gone", mod: func(in *input) { in.holder = nil }, applies: true, kind: release, release: fencingv1.ReleasePodDeleted},
+		{name: "pod finished", mod: func(in *input) { in.holder.Status.Phase = corev1.PodSucceeded }, applies: true, kind: release, release: fencingv1.ReleasePodFinished},
+		{name: "the holder cleared its Lease", mod: func(in *input) { in.lease.Spec.HolderIdentity = nil }, applies: true, kind: release, release: fencingv1.ReleaseLeaseReleased},
+		{name: "terminating keeps the grant", mod: func(in *input) { in.holder.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }, applies: false},
+		{name: "cut off is not a release", mod: cutOffLeaseOf, applies: false},
+	})
+}
+
+func TestRuleCutOffRunsOut(t *testing.T) {
+	runRuleTable(t, cutOffRunsOutRule, []ruleCase{
+		{name: "not cut off", applies: false},
+		{name: "lease not run out yet", mod: all(handoffAsked(1, t0), cutOffLeaseOf), applies: true, kind: keep, requeue: 5 * time.Second},
+		{name: "hand-off cut-off ran out", mod: all(handoffAsked(1, t0), cutOffLeaseOf, at(10*time.Second)), applies: true,
+			kind: revoke, revocation: fencingv1.ReasonHandoffTimeout},
+		{name: "revoke request ran out", mod: all(revokeAsked, cutOffLeaseOf, at(10*time.Second)), applies: true,
+			kind: revoke, revocation: fencingv1.ReasonRevokeRequested},
+		{name: "revoke request of a grant that never renewed: at once", mod: all(neverRenewed, revokeAsked, cutOffLeaseOf), applies: true,
+			kind: revoke, revocation: fencingv1.ReasonRevokeRequested},
+	})
+}
+
+func TestRuleDeleting(t *testing.T) {
+	runRuleTable(t, deletingRule, []ruleCase{
+		{name: "not deleting", applies: false},
+		{name: "deleting", mod: func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }, applies: true,
+			kind: revoke, revocation: fencingv1.ReasonFencedLeaseDeleted},
+	})
+}
+
+func TestRuleLabelRemoved(t *testing.T) {
+	runRuleTable(t, labelRemovedRule, []ruleCase{
+		{name: "labeled", applies: false},
+		{name: "label removed", mod: func(in *input) { delete(in.holder.Labels, fencingv1.LeaseLabel) }, applies: true,
+			kind: revoke, revocation: fencingv1.ReasonLabelRemoved},
+		{name: "label names another FencedLease", mod: func(in *input) { in.holder.Labels[fencingv1.LeaseLabel] = "other" }, applies: true,
+			kind: revoke, revocation: fencingv1.ReasonLabelRemoved},
+	})
+}
+
+func TestRuleExpired(t *testing.T) {
+	runRuleTable(t, expiredRule, []ruleCase{
+		{name: "within the lease", applies: false},
+		{name: "a lease after the last observed renewal", mod: at(10 * time.Second), applies: true, kind: revoke,
+			revocation: fencingv1.ReasonLeaseExpired, leaseFirst: true},
+		{name: "never renewed: the startup deadline, not the lease", mod: all(neverRenewed, at(10*time.Second)), applies: false},
+		{name: "never renewed past the startup deadline", mod: all(neverRenewed, at(20*time.Second)), applies: true, kind: revoke,
+			revocation: fencingv1.ReasonStartupDeadlineExceeded, leaseFirst: true},
+		{name: "draining, grace not over", mod: all(handoffAsked(30, t0), at(10*time.Second)), applies: true, kind: revoke,
+			revocation: fencingv1.ReasonLeaseExpired, leaseFirst: true},
+		{name: "draining, grace over", mod: all(handoffAsked(1, t0), at(10*time.Second)), applies: true, kind: revoke,
+			revocation: fencingv1.ReasonHandoffTimeout, leaseFirst: true},
+	})
+}
+
+func TestRuleRevokeRequested(t *testing.T) {
+	runRuleTable(t, revokeRequestedRule, []ruleCase{
+		{name: "no request", applies: false},
+		{name: "a request for another token", mod: func(in *input) { in.fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "2"} }, applies: false},
+		{name: "started: cut off, revoked when the lease runs out", mod: revokeAsked, applies: true, kind: cutOff,
+			revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true, requeue: 5 * time.Second},
+		{name: "never renewed: revoked at once", mod: all(neverRenewed, revokeAsked), applies: true, kind: revoke,
+			revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true},
+	})
+}
+
+func TestRuleHandoffTimeout(t *testing.T) {
+	runRuleTable(t, handoffTimeoutRule, []ruleCase{
+		{name: "not asked", applies: false},
+		{name: "grace left", mod: handoffAsked(30, t0), applies: false},
+		{name: "grace over: cut off", mod: handoffAsked(5, t0), applies: true, kind: cutOff,
+			revocation: fencingv1.ReasonHandoffTimeout, leaseFirst: true, requeue: 5 * time.Second},
+	})
+}
+
+func TestRuleAskHandoff(t *testing.T) {
+	n := pod("n", t0)
+	runRuleTable(t, askHandoffRule, []ruleCase{
+		{name: "no successor", applies: false},
+		{name: "a successor waits", mod: func(in *input) { in.successor = &n }, applies: true, kind: askHandoff, requeue: 5 * time.Second},
+		{name: "already asked", mod: all(handoffAsked(30, t0), func(in *input) { in.successor = &n }), applies: false},
+	})
+}
+
+func TestRuleKeep(t *testing.T) {
+	runRuleTable(t, keepRule, []ruleCase{
+		{name: "until the lease could run out", applies: true, kind: keep, requeue: 5 * time.Second},
+		{name: "or the grace period ends", mod: handoffAsked(7, t0.Add(time.Second)), applies: true, kind: keep, requeue: 3 * time.Second},
+		{name: "never renewed: until the startup deadline", mod: neverRenewed, applies: true, kind: keep, requeue: 15 * time.Second},
+	})
+}
+
+// The chain's order is the protocol's priority: the first rule that applies decides, and
+// the verdict names it.
+func TestHolderRulesFirstMatchWins(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
+	for _, tc := range []struct {
+		mod  func(*input)
+		rule string
+	}{
+		{nil, "keep"},
+		{at(10 * time.Second), "expired"},
+		// Gone beats expired: a pod that is gone released, whatever the clock says.
+		{all(at(10*time.Second), func(in *input) { in.holder = nil }), "released"},
+		// A deleted FencedLease revokes before a revoke request cuts off.
+		{all(revokeAsked, func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
+		{all(cutOffLeaseOf, func(in *input) { in.holder = nil }), "finish a half-done revocation"},
+	} {
+		in := ruleInput(c, tc.mod)
+		got, ok := holderRules.evaluate(in)
+		if !ok || got.rule != tc.rule || got.holder.PodName != "a" {
+			t.Errorf("rule %q decided (%v), want %q", got.rule, ok, tc.rule)
+		}
+	}
+	if in := ruleInput(c, nil); in.state != leaserecord.StateRenewed || !in.started {
+		t.Fatalf("the fixture is a renewed grant: %s started=%v", in.state, in.started)
+	}
+}

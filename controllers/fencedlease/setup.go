@@ -1,0 +1,110 @@
+package fencedlease
+
+import (
+	"errors"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/leadership"
+)
+
+// DefaultConcurrency is the operator's --max-concurrent-reconciles default.
+const DefaultConcurrency = 64
+
+// Options are what the controller is built from. Setup refuses a missing one.
+type Options struct {
+	// Guard fences every write to the time this replica's leadership is certain
+	// (controllers/leadership): required unless Unelected.
+	Guard *leadership.Guard
+	// Unelected says that no leader is elected (one replica, the demo), so writes go
+	// unguarded. It must be said: a missing Guard is otherwise an error.
+	Unelected bool
+	// Clock judges expiry; clock.RealClock{} but in unit tests.
+	Clock clock.PassiveClock
+	// Metrics, from NewMetrics.
+	Metrics *Metrics
+	// MaxConcurrentReconciles is how many FencedLeases are reconciled at once (one key is
+	// never reconciled twice at once); at least 1.
+	MaxConcurrentReconciles int
+}
+
+// Setup builds the FencedLease controller on mgr the one way the operator binary, the
+// demo and the tests all run it: writes through the leadership guard when the manager
+// elects a leader, the uncached reader for what must not be judged on a stale copy, the
+// manager's event recorder.
+func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	writer := mgr.GetClient()
+	switch {
+	case o.Guard != nil && o.Unelected:
+		return nil, errors.New("fencedlease: a leadership Guard and Unelected exclude each other")
+	case o.Guard != nil:
+		writer = o.Guard.Client(writer)
+	case !o.Unelected:
+		return nil, errors.New("fencedlease: a leadership Guard is required where a leader is elected (set Unelected for a single replica)")
+	}
+	r := &Reconciler{
+		Client:                  writer,
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorder("fencedlease-controller"),
+		Clock:                   o.Clock,
+		Metrics:                 o.Metrics,
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+	}
+	return r, r.SetupWithManager(mgr)
+}
+
+// SetupWithManager watches FencedLeases, their Leases and their labeled pods. It
+// refuses a Reconciler that lacks a dependency instead of defaulting it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("fencedlease: the Reconciler needs a Client (the manager's, through the leadership guard)")
+	case r.APIReader == nil:
+		return errors.New("fencedlease: the Reconciler needs an APIReader (the manager's uncached reader)")
+	case r.Recorder == nil:
+		return errors.New("fencedlease: the Reconciler needs a Recorder")
+	case r.Clock == nil:
+		return errors.New("fencedlease: the Reconciler needs a Clock")
+	case r.Metrics == nil:
+		return errors.New("fencedlease: the Reconciler needs Metrics (NewMetrics)")
+	case r.MaxConcurrentReconciles < 1:
+		return errors.New("fencedlease: MaxConcurrentReconciles must be at least 1")
+	}
+	pods, err := newPodCache(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(pods); err != nil {
+		return err
+	}
+	r.pods = pods
+	r.tracker = newRenewalTracker(r.Clock)
+	r.ownWrites = newOwnWrites(r.Clock)
+	r.recovery = newRecovery(r.APIReader, r.Client)
+	if err := mgr.Add(r.recovery); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		// Its own status writes need no second look: the reconcile that wrote them goes on
+		// to the Lease and the pods.
+		For(&fencingv1.FencedLease{}, builder.WithPredicates(r.notStatusOnly())).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
+		WatchesRawSource(pods.source(handler.EnqueueRequestsFromMapFunc(byLabel))).
+		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
+		Named("fencedlease").
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: r.MaxConcurrentReconciles,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, maxRetryDelay),
+		}).
+		Complete(r)
+}
