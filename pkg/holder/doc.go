@@ -22,6 +22,10 @@
 //   - Renewals carry the resourceVersion that was read; a write lost to a concurrent
 //     change is never forced.
 //   - Release clears the Lease's holder only while it still names this holder and token.
+//   - Deadline() and Holding() answer at once: Holding reads the clock itself and is false
+//     from the Deadline on, even before the renewal goroutine notices a missed renewal.
+//   - Start returns within StartTimeout (its first read of the Lease) plus RenewDeadline
+//     (its first renewal), whatever the API server does.
 //
 // # What it cannot do
 //
