@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -109,7 +110,7 @@ func runManager() error {
 			return err
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := newManagerWhenReachable(ctx, cfg, o.probeAddr, ctrl.Options{
 		Scheme:                              scheme,
 		Metrics:                             o.metrics.server(o.metricsAddr),
 		HealthProbeBindAddress:              o.probeAddr,
@@ -124,6 +125,9 @@ func runManager() error {
 		Cache:                               fencedlease.CacheOptions(),
 		WebhookServer:                       webhook.NewServer(webhook.Options{Host: o.webhook.host, Port: o.webhook.port, CertDir: o.webhook.certDir}),
 	})
+	if errors.Is(err, context.Canceled) {
+		return nil // stopped (SIGTERM) while waiting for the API server
+	}
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
