@@ -129,7 +129,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: cacheBehind}, nil
 	}
 	d := decide(w)
-	ours := !leaserecord.Read(w.lease).Foreign(fl.Name)
+	ours := !d.foreignLease
 	if d.leaseFirst() && ours {
 		if w.lease, err = r.revokeOnLease(ctx, w.lease, fl.Status.Holder); err != nil {
 			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)

@@ -89,11 +89,11 @@ func decide(w world) decision {
 	st := &d.status
 	st.ObservedGeneration = fl.Generation
 	in := classify(w, st.Holder)
-	if in.state == leaserecord.StateForeign {
+	if st.Holder != nil {
+		d.apply(&in)
+	}
+	if d.foreignLease = in.state == leaserecord.StateForeign; d.foreignLease {
 		// Not ours: adopt nothing, grant nothing, and leave the Lease alone (A3).
-		if st.Holder != nil {
-			d.apply(&in, holderRules)
-		}
 		setHeldCondition(st, fl, w.lease.Name)
 		setReadyCondition(st, fl)
 		// The cache holds labeled Leases only, so the foreign one's deletion brings no
@@ -104,9 +104,6 @@ func decide(w world) decision {
 	// The token floor: the Lease's high-water token (a re-created FencedLease continues
 	// above it) and spec.minFencingToken (a restore continues above it).
 	st.FencingToken = max(st.FencingToken, in.record.Token, fl.Spec.MinFencingToken)
-	if st.Holder != nil {
-		d.apply(&in, holderRules)
-	}
 	var ended types.UID
 	if t := d.released(); t != nil {
 		ended = t.holder.PodUID
@@ -128,8 +125,8 @@ func decide(w world) decision {
 }
 
 // apply runs the holder rules on in and writes their verdict into the status.
-func (d *decision) apply(in *input, rules chain) {
-	t, _ := rules.evaluate(in)
+func (d *decision) apply(in *input) {
+	t, _ := holderRules.evaluate(in)
 	d.end = &t
 	d.requeueAfter = t.requeueAfter
 	st := &d.status

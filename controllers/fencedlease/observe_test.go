@@ -5,25 +5,12 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
-
-var testScheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := fencingv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}()
 
 // observeStep is one reconcile's observation and decision at the fake clock's time, run
 // by the production code: Reconciler.observe reads lease, the labeled pods and extra
@@ -42,7 +29,7 @@ func observeStep(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.Fe
 		}
 		objs = append(objs, p)
 	}
-	api := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(append(objs, extra...)...).Build()
+	api := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(append(objs, extra...)...).Build()
 	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, tracker: tr}
 	w, err := r.observe(context.Background(), fl)
 	if err != nil {

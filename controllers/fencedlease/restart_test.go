@@ -74,9 +74,7 @@ var _ = Describe("Controller restart and failover", func() {
 		By("starting a control plane of this spec's own, whose serving certificate survives a restart")
 		env, err := testenv.New()
 		Expect(err).NotTo(HaveOccurred())
-		env.ControlPlane.GetAPIServer().CertDir = GinkgoT().TempDir()
-		// Close open watches at once on shutdown instead of waiting for them to drain.
-		env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")
+		testenv.Restartable(env, GinkgoT().TempDir())
 		ownCfg, err := env.Start()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)

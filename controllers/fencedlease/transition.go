@@ -58,6 +58,8 @@ type decision struct {
 	// requeueAfter is when to look again; zero when nothing is due.
 	requeueAfter time.Duration
 	now          time.Time
+	// foreignLease: the Lease is not the operator's (A3); nothing may write it.
+	foreignLease bool
 }
 
 // ended is the end transition when it is of kind k, else nil.

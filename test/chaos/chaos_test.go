@@ -52,19 +52,8 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A serving certificate that survives an API-server restart, and watches closed at
-	// once on shutdown instead of drained.
-	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
-	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testenv.Restartable(env, t.TempDir())
+	cfg, c := testenv.StartEnvT(t, env)
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()

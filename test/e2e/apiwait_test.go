@@ -26,17 +26,9 @@ func TestTheOperatorStartsWithoutTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Restartable(env, t.TempDir())
+	_, c := testenv.StartEnvT(t, env)
 	apiServer := env.ControlPlane.GetAPIServer()
-	apiServer.CertDir = t.TempDir() // the serving certificate survives the restart
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := testenv.BuildOperator(t, dir)
 
 	if err := apiServer.Stop(); err != nil {

@@ -53,15 +53,7 @@ func TestHelmChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.CRDDirectoryPaths = nil // the chart brings its own
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, c := testenv.StartEnvT(t, env)
 	ctx := context.Background()
 
 	for _, tc := range []struct {

@@ -37,15 +37,7 @@ func TestPausedLeaderWritesNothingAfterItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.ControlPlane.GetAPIServer().Configure().Set("audit-policy-file", policy).Set("audit-log-path", auditLog)
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := testenv.StartEnvT(t, env)
 	bin := testenv.BuildOperator(t, dir)
 	a := testenv.StartManager(t, env, bin, dir, "manager-a", testenv.ReplicaFlags...)
 	testenv.WaitFor(t, 30*time.Second, "manager-a to lead", func() bool { return a.Leading() })

@@ -80,12 +80,37 @@ func New() (*envtest.Environment, error) {
 // and stops it when the test ends.
 func StartT(t testing.TB) (*envtest.Environment, *rest.Config, client.WithWatch) {
 	t.Helper()
-	env, cfg, c, err := Start()
+	env, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, c := StartEnvT(t, env)
+	return env, cfg, c
+}
+
+// StartEnvT starts env (from New, changed by the caller) for one test: it fails the test
+// when the control plane cannot start, stops it when the test ends, and returns its
+// config and an uncached client.
+func StartEnvT(t testing.TB, env *envtest.Environment) (*rest.Config, client.WithWatch) {
+	t.Helper()
+	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	return env, cfg, c
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, c
+}
+
+// Restartable lets env's API server be stopped and started again: its serving
+// certificate stays in certDir across the restart, and open watches are closed at once on
+// shutdown instead of drained.
+func Restartable(env *envtest.Environment, certDir string) {
+	env.ControlPlane.GetAPIServer().CertDir = certDir
+	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "1s")
 }
 
 // Start starts a control plane with the CRDs and returns it with an uncached client.
