@@ -134,6 +134,15 @@ var _ = Describe("Rolling updates hand off (issue 8, section 3)", func() {
 		}
 		Expect(k8s.Create(ctx, s)).To(Succeed())
 		first := expectHolderRunning(ns, 1, "example.invalid/scheduler:v1")
+		// Parallel pod management deletes every old-revision pod that is not Ready at once
+		// (the StatefulSet controller's first phase): roll only once the holder is Ready,
+		// or the update takes it away before it could be asked to hand off.
+		Eventually(func(g Gomega) {
+			p := &corev1.Pod{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: first}, p)).To(Succeed())
+			g.Expect(p.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", corev1.PodReady), HaveField("Status", corev1.ConditionTrue))))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 
 		By("rolling to v2: the standby is replaced first, and the holder hands off to it")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
