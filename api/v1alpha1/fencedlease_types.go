@@ -16,6 +16,20 @@ const (
 	KeepPodPolicy RevocationPolicy = "KeepPod"
 )
 
+// StandbyMode says how a candidate pod waits for its grant.
+// +kubebuilder:validation:Enum=Cold;Warm
+type StandbyMode string
+
+const (
+	// StandbyCold keeps a candidate unscheduled behind the scheduling gate until it is
+	// granted; its containers start with FENCING_TOKEN set (the default).
+	StandbyCold StandbyMode = "Cold"
+	// StandbyWarm schedules a candidate and starts its containers at once; its workload
+	// waits for the grant itself (fencedlease hold, pkg/holder's StartWhenGranted, or the
+	// agent) on a watch of its Lease, and gets its token from there.
+	StandbyWarm StandbyMode = "Warm"
+)
+
 // FencedLeaseSpec is what the user asks for.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.minFencingToken) || (has(self.minFencingToken) && self.minFencingToken >= oldSelf.minFencingToken)",message="spec.minFencingToken may only increase: tokens up to its old value may already be stored by fenced resources"
 type FencedLeaseSpec struct {
@@ -52,6 +66,14 @@ type FencedLeaseSpec struct {
 	// +optional
 	// +kubebuilder:default=DeletePod
 	RevocationPolicy RevocationPolicy `json:"revocationPolicy,omitempty"`
+
+	// Standby says how candidates wait: Cold (gated, unscheduled, started on grant) or
+	// Warm (scheduled and running, their workload waiting for the grant on a watch, so a
+	// failover is not a pod start). It is read when a pod is admitted: a change applies to
+	// pods created after it, and pods already waiting keep the mode they were admitted in.
+	// +optional
+	// +kubebuilder:default=Cold
+	Standby StandbyMode `json:"standby,omitempty"`
 
 	// Suspend stops new grants while true; a current holder keeps its grant.
 	// +optional
@@ -158,13 +180,19 @@ type Revocation struct {
 	// +required
 	Reason RevocationReason `json:"reason"`
 
+	// Message says more where the reason alone does not: for PodCannotStart, what the pod
+	// reported (the container and its waiting reason, say).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
 	// Time is when the controller revoked the grant.
 	// +required
 	Time metav1.MicroTime `json:"time"`
 }
 
 // RevocationReason says why a grant was revoked.
-// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved;HandoffTimeout;RevokeRequested
+// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved;HandoffTimeout;RevokeRequested;PodCannotStart
 type RevocationReason string
 
 const (
@@ -187,6 +215,11 @@ const (
 	// grant (RevokeAnnotation). As with HandoffTimeout, its renewals were refused from the
 	// request on and it was revoked when its lease ran out.
 	ReasonRevokeRequested RevocationReason = "RevokeRequested"
+	// ReasonPodCannotStart: before its first renewal the granted pod reported that it
+	// cannot start (an image pull back-off, a crash loop, a bad container config, phase
+	// Failed) or stayed unschedulable for 60 s of the operator's clock. It is revoked at once and
+	// deleted whatever the policy: it never ran.
+	ReasonPodCannotStart RevocationReason = "PodCannotStart"
 )
 
 // ReleaseReason says why a grant ended without fault (a revocation takes it away). It is
@@ -298,6 +331,7 @@ const (
 // +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.holder.lastRenewTime`,priority=1,description="The last renewal recorded in status; a renewal alone writes no status, so a live holder has renewed since (the Lease's renewTime has the latest)."
 // +kubebuilder:printcolumn:name="Duration",type=integer,JSONPath=`.spec.leaseDurationSeconds`,priority=1
 // +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.revocationPolicy`,priority=1
+// +kubebuilder:printcolumn:name="Standby",type=string,JSONPath=`.spec.standby`,priority=1
 // +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:printcolumn:name="Transitions",type=integer,JSONPath=`.status.transitions`,priority=1
 // +kubebuilder:printcolumn:name="Revocations",type=integer,JSONPath=`.status.revocations`,priority=1

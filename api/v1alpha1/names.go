@@ -16,9 +16,20 @@ const (
 	// StateAnnotation tells where a pod stands; see PodState.
 	StateAnnotation = "fencing.fencedlease.io/state"
 
+	// StandbyAnnotation on a candidate pod records the standby mode (Cold or Warm) it was
+	// admitted in: the webhook sets it from the FencedLease's spec.standby, and nobody
+	// may change it after. A Warm candidate has no scheduling gate and runs while it waits.
+	StandbyAnnotation = "fencing.fencedlease.io/standby"
+
 	// HolderUIDAnnotation on the Lease records the holder pod's UID, because a pod name
 	// alone can come back (a StatefulSet re-creates pods under the same name).
 	HolderUIDAnnotation = "fencing.fencedlease.io/holder-uid"
+
+	// HolderLabel "true" is on the current holder pod only, in both standby modes: the
+	// operator sets it in the pod write that grants and removes it in the write that
+	// marks the pod Released or Revoked, and nobody else may add, change or remove it. A
+	// Service that selects it sends traffic only to the holder.
+	HolderLabel = "fencing.fencedlease.io/holder"
 
 	// SuccessorAnnotation on the Lease names the pod a hand-off goes to. While it is set
 	// the holder is asked to release at a safe point (pod state Draining); pkg/holder
@@ -60,6 +71,9 @@ const (
 	EnvLeaseName      = "FENCING_LEASE_NAME"
 	EnvLeaseNamespace = "FENCING_LEASE_NAMESPACE"
 	EnvHolderIdentity = "FENCING_HOLDER_IDENTITY"
+	// EnvHolderUID is the pod's UID, so a warm pod waiting for its grant tells its own
+	// grant from one of an earlier pod of the same name (a StatefulSet re-creates them).
+	EnvHolderUID = "FENCING_HOLDER_UID"
 
 	// VolumeName is the downward API volume with files token and state, mounted at
 	// VolumeMountPath; the files follow the annotations live.

@@ -18,6 +18,7 @@ import (
 // Policies are the shipped ValidatingAdmissionPolicies the operator relies on, each
 // bound by a binding of the same name (config/policy).
 var Policies = []string{
+	"fencedlease-holder-label",
 	"fencedlease-holder-lease",
 	"fencedlease-lease-create",
 	"fencedlease-pod",

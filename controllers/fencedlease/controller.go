@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -162,7 +163,7 @@ func (r *Reconciler) executedOnLease(fl *fencingv1.FencedLease, d decision) {
 	h, key := fl.Status.Holder, client.ObjectKeyFromObject(fl)
 	switch t := d.end; {
 	case t.kind == revoke:
-		r.tracker.revokingOnLease(key, h.PodUID, h.Token, pendingRevocation{reason: t.revocation, lateness: t.lateness})
+		r.tracker.revokingOnLease(key, h.PodUID, h.Token, pendingRevocation{reason: t.revocation, message: t.message, lateness: t.lateness})
 	case d.revokeRequested():
 		r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), corev1.EventTypeWarning, "RevokeRequested", "Revoke",
 			"revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
@@ -202,8 +203,8 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 		w.renewal = r.tracker.observe(key, h.PodUID, h.Token, renewTime)
 		if h.Handoff != nil {
 			w.handoffSince = r.tracker.handoffStarted(key, h.PodUID, h.Token)
-		} else if w.holder != nil && fl.DeletionTimestamp == nil {
-			if w.successor, err = r.newerRevision(ctx, w.holder, candidates(w.pods, &fl.Status, "")); err != nil {
+		} else if fl.DeletionTimestamp == nil {
+			if w.successor, err = r.successorOf(ctx, key, h, w.holder, candidates(w.pods, &fl.Status, "")); err != nil {
 				return w, err
 			}
 		}
@@ -220,6 +221,38 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 		}
 	}
 	return w, nil
+}
+
+// successorOf is the first candidate of a newer revision of grant h's workload (see
+// newerRevision), or nil. The answer is remembered for the candidates it was given, so a
+// rollout that waits costs its reads once, not at every renewal, and it outlives the
+// holder pod: a Warm holder is usually deleted by its own controller before the grant
+// moves on, and the next grant still goes to the newest revision.
+func (r *Reconciler) successorOf(ctx context.Context, key client.ObjectKey, h *fencingv1.Holder, pod *corev1.Pod, cands []*corev1.Pod) (*corev1.Pod, error) {
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = string(c.UID)
+	}
+	asked := strings.Join(ids, ",")
+	if a, ok := r.tracker.newerRevision(key, h.PodUID, h.Token); ok && (a.candidates == asked || pod == nil) {
+		return findCandidate(cands, a.successor), nil
+	}
+	if pod == nil {
+		return nil, nil
+	}
+	next, err := r.newerRevision(ctx, pod, cands)
+	if err != nil {
+		return nil, err
+	}
+	a := newerRevisionAnswer{candidates: asked}
+	if next != nil {
+		a.successor = next.UID
+	}
+	r.tracker.rememberNewerRevision(key, h.PodUID, h.Token, a)
+	return next, nil
 }
 
 // renewalOn is the renewTime the holder of grant h wrote on the Lease; nil while the Lease
@@ -332,8 +365,12 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 	if t, rv := d.end, d.revoked(); rv != nil {
 		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
 		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.rule, "late", t.lateness)
+		detail := string(rv.Reason)
+		if rv.Message != "" {
+			detail += " (" + rv.Message + ")"
+		}
 		r.event(fl, pod, corev1.EventTypeWarning, "Revoked", "Revoke",
-			"revoked token %d of pod %s: %s", rv.Token, rv.PodName, rv.Reason)
+			"revoked token %d of pod %s: %s", rv.Token, rv.PodName, detail)
 		r.Metrics.revoked(rv.Reason, t.lateness)
 	}
 	if t := d.released(); t != nil {

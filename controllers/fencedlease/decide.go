@@ -1,10 +1,12 @@
 package fencedlease
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +56,11 @@ type input struct {
 	// limit is h's running limit, left what remains of it since the last observed
 	// renewal, graceLeft what remains of a hand-off grace period (0 without a request).
 	limit, left, graceLeft time.Duration
+	// cannotStart says why h's pod, never renewed, cannot start ("" when nothing says so);
+	// unschedulableLeft is how long an unschedulable one has before that counts (0 when
+	// it is not unschedulable, or already counts).
+	cannotStart       string
+	unschedulableLeft time.Duration
 }
 
 // classify reads the Lease and the clocks for grant h (nil: none).
@@ -73,6 +80,15 @@ func classify(w world, h *fencingv1.Holder) input {
 	}
 	in.left = w.renewal.observedAt.Add(in.limit).Sub(w.now)
 	in.graceLeft = handoffGraceLeft(w, h)
+	if !in.started && w.holder != nil {
+		in.cannotStart = startFailure(w.holder)
+		if msg := unschedulable(w.holder); in.cannotStart == "" && msg != "" {
+			// Counted from this process's first look at the grant, on its own clock.
+			if in.unschedulableLeft = w.renewal.observedAt.Add(unschedulableBound).Sub(w.now); in.unschedulableLeft <= 0 {
+				in.cannotStart, in.unschedulableLeft = fmt.Sprintf("%s (for %v)", msg, unschedulableBound), 0
+			}
+		}
+	}
 	return in
 }
 
@@ -134,7 +150,7 @@ func (d *decision) apply(in *input) {
 	case revoke:
 		h := st.Holder
 		st.LastRevocation = &fencingv1.Revocation{PodName: h.PodName, PodUID: h.PodUID, Token: h.Token,
-			Reason: t.revocation, Time: *microTime(in.now)}
+			Reason: t.revocation, Message: truncate(t.message, 1024), Time: *microTime(in.now)}
 		st.Revocations++
 		st.Holder = nil
 	case release:
@@ -157,7 +173,7 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 		st.FencingToken == math.MaxInt64 {
 		return transition{}, false
 	}
-	next := waiting[successorIndex(waiting, fl.Status.Holder)]
+	next := waiting[successorIndex(waiting, fl.Status.Holder, w.successor)]
 	h := fencingv1.Holder{
 		PodName:                next.Name,
 		PodUID:                 next.UID,
@@ -227,13 +243,19 @@ func lateness(w world, limit, local time.Duration) time.Duration {
 }
 
 // successorIndex is where in waiting the next grant goes: to the successor a hand-off
-// named when the grant that just ended was handing off, else to the oldest candidate.
-func successorIndex(waiting []*corev1.Pod, ended *fencingv1.Holder) int {
-	if ended == nil || ended.Handoff == nil {
-		return 0
+// named when the grant that just ended was handing off, else to newer — a candidate of a
+// newer revision of the ended holder's workload (H4) — when it waits, else to the oldest
+// candidate.
+func successorIndex(waiting []*corev1.Pod, ended *fencingv1.Holder, newer *corev1.Pod) int {
+	want := types.UID("")
+	switch {
+	case ended != nil && ended.Handoff != nil:
+		want = ended.Handoff.SuccessorUID
+	case ended != nil && newer != nil:
+		want = newer.UID
 	}
 	for i, p := range waiting {
-		if p.UID == ended.Handoff.SuccessorUID {
+		if want != "" && p.UID == want {
 			return i
 		}
 	}
@@ -293,4 +315,15 @@ func grantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration
 func microTime(t time.Time) *metav1.MicroTime {
 	m := metav1.NewMicroTime(t.Round(0).Truncate(time.Microsecond))
 	return &m
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

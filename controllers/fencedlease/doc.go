@@ -26,16 +26,21 @@
 // Grant (grantRule; no holder, not suspended, not deleting, tokens left):
 //
 //	G1. Write the status: holder = the oldest candidate (or the successor a hand-off
-//	    named), fencingToken+1, with the resourceVersion read. Invariant: from here the
+//	    named, or a waiting pod of a newer revision of the ended holder's workload: H4),
+//	    fencingToken+1, with the resourceVersion read. Candidates are Cold (gated by our
+//	    gate alone) or Warm (admitted in spec.standby Warm, no gate: already running),
+//	    and granted in the same order either way. Invariant: from here the
 //	    number is spent; a crash may waste it, never reuse it. Crash after G1: the status
 //	    names the grant; G2 and G3 are done by the next reconcile.
 //	G2. Write the Lease: holderIdentity, holder UID, token, leaseDurationSeconds,
 //	    acquireTime = renewTime = the grant's time (so the grant's own write is never taken
 //	    for a renewal). Crash after G2: G3 is done next; the tracker starts the startup
 //	    deadline from its first look.
-//	G3. Write the pod: token, state Holding, the scheduling gate removed — only now can it
-//	    start, with FENCING_TOKEN resolved. Demotions of earlier pods come first, so no two
-//	    pods are ever marked Holding at once.
+//	G3. Write the pod, in one patch: token, state Holding, the holder label, the
+//	    scheduling gate removed — only now can a Cold pod start, with FENCING_TOKEN
+//	    resolved; a Warm one's workload learns of the grant from the Lease (G2), on its
+//	    watch. Demotions of earlier pods come first and drop the holder label in the same
+//	    patch that marks them, so no two pods are ever marked Holding, or labeled, at once.
 //
 // Renew (the holder, pkg/holder or the agent; the controller only observes):
 //
@@ -55,7 +60,8 @@
 //	L2. Or the holder cleared holderIdentity on its own Lease; the UID stays (the
 //	    admission policy keeps it from the holder), which tells a release from a cut-off.
 //	L3. The status drops the holder (and G1 may name the next one in the same write);
-//	    then the Lease is cleared and the pod marked Released. Crash after L3: done next.
+//	    then the Lease is cleared and the pod marked Released, without the holder label.
+//	    Crash after L3: done next.
 //
 // Expiry revocation (expiredRule; finishRevocationRule):
 //
@@ -72,9 +78,17 @@
 //	    Crash or conflict after X3: the Lease shows the grant cut off; the next reconcile
 //	    finishes X4 with the remembered reason and lateness, or — a restarted process —
 //	    with the expiry reason the Lease implies (finishRevocationRule).
-//	X5. Mark the pod Revoked.
+//	X5. Mark the pod Revoked, without the holder label (one patch).
 //	X6. Delete the pod under DeletePod, and whatever the policy when it never renewed
 //	    (it never ran; kept, it could still start with a dead token).
+//	X7. Cannot start (cannotStartRule): before its first renewal the holder pod reports
+//	    a container waiting in ImagePullBackOff, CrashLoopBackOff,
+//	    CreateContainerConfigError, CreateContainerError or InvalidImageName, or phase
+//	    Failed, or the scheduler has called it Unschedulable for unschedulableBound (60 s
+//	    on this process's clock from its first look at the grant). Revoke at once as
+//	    PodCannotStart, with what the pod reported as the message, by X3–X6 (deleted
+//	    whatever the policy: it never ran). ErrImagePull and ContainerCreating are a start
+//	    in progress. A Warm candidate that already reports such a reason is never granted.
 //
 // Cut-off (cutOffRunsOutRule) — refuse renewals first, revoke when the lease has run out:
 //
@@ -93,19 +107,27 @@
 //
 // Hand-off (askHandoffRule, handoffTimeoutRule):
 //
-//	H1. A waiting pod of a newer revision of the holder's own Deployment or StatefulSet:
-//	    the status records the request (successor, grace period), the Lease carries the
-//	    successor annotation, the holder pod shows Draining. The grace period counts on
+//	H1. A waiting Cold pod of a newer revision of the holder's own Deployment or
+//	    StatefulSet: the status records the request (successor, grace period), the Lease
+//	    carries the successor annotation, the holder pod shows Draining. The grace period counts on
 //	    this process's clock from when it asked, or first saw the request.
 //	H2. The holder releases (L2) at a safe point; G1 grants the successor first.
 //	H3. The grace period ends without a release: cut off (C1), revoked as HandoffTimeout
 //	    when its lease has run out (C2). If the lease runs out first, X2 revokes it as
 //	    LeaseExpired.
+//	H4. A Warm successor is never asked for: it is Ready by its own probes, so the
+//	    rollout goes on and the workload controller ends the holder itself. This process
+//	    remembers the newer-revision candidate (for the candidates it was asked about, so
+//	    a waiting rollout costs its reads once), and G1 grants it when the holder's grant
+//	    ends, even once the holder pod is gone: the grant moves once per rollout. After a
+//	    restart, before it looked again, G1 falls back to the oldest candidate.
 //
 // Authority (the rules that keep others from forging a grant):
 //
 //	A1. Only pods the admission webhook made candidates (state Waiting, gated by our
-//	    gate alone, never held a token) are granted; one pod, one generation.
+//	    gate alone or admitted Warm without any gate, never held a token) are granted; one
+//	    pod, one generation. Nobody but the operator changes a pod's standby annotation
+//	    or the holder label (the admission policies).
 //	A2. A holder that lost its label is revoked (LabelRemoved), not released: it may
 //	    still run (labelRemovedRule).
 //	A3. A Lease of the FencedLease's name without the lease label is never adopted nor

@@ -42,18 +42,29 @@ type podLister interface {
 const podLeaseIndex = "fencing.fencedlease.io/lease"
 
 // cachedPod is what the controller reads of a pod: its metadata without managed fields,
-// its scheduling gates and its phase.
+// its scheduling gates, its phase and message, and — only when the pod reports that it
+// cannot start — the container states and the scheduling condition that say so.
 type cachedPod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	Gates []corev1.PodSchedulingGate
-	Phase corev1.PodPhase
+	Gates   []corev1.PodSchedulingGate
+	Phase   corev1.PodPhase
+	Message string
+	// Stuck holds the waiting init containers and containers whose reason is one of
+	// cannotStartReasons, Unscheduled the PodScheduled condition when it is False for
+	// Unschedulable: both nil for a pod that starts, as nearly all do.
+	StuckInit, Stuck []corev1.ContainerStatus
+	Unscheduled      *corev1.PodCondition
 }
 
 // DeepCopyObject makes cachedPod a runtime.Object, as the informer and the event handlers
 // need.
 func (p *cachedPod) DeepCopyObject() runtime.Object {
-	out := &cachedPod{TypeMeta: p.TypeMeta, Gates: slices.Clone(p.Gates), Phase: p.Phase}
+	out := &cachedPod{TypeMeta: p.TypeMeta, Gates: slices.Clone(p.Gates), Phase: p.Phase, Message: p.Message,
+		StuckInit: deepCopyStatuses(p.StuckInit), Stuck: deepCopyStatuses(p.Stuck)}
+	if p.Unscheduled != nil {
+		out.Unscheduled = p.Unscheduled.DeepCopy()
+	}
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
@@ -64,6 +75,35 @@ func (p *cachedPod) pod() corev1.Pod {
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Spec.SchedulingGates = slices.Clone(p.Gates)
 	out.Status.Phase = p.Phase
+	out.Status.Message = p.Message
+	out.Status.InitContainerStatuses = deepCopyStatuses(p.StuckInit)
+	out.Status.ContainerStatuses = deepCopyStatuses(p.Stuck)
+	if p.Unscheduled != nil {
+		out.Status.Conditions = []corev1.PodCondition{*p.Unscheduled.DeepCopy()}
+	}
+	return out
+}
+
+// stuck keeps the statuses that say a container cannot start, with only their name and
+// waiting state.
+func stuck(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for _, c := range statuses {
+		if w := c.State.Waiting; w != nil && cannotStartReasons[w.Reason] {
+			out = append(out, corev1.ContainerStatus{Name: c.Name, State: corev1.ContainerState{Waiting: w.DeepCopy()}})
+		}
+	}
+	return out
+}
+
+func deepCopyStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
 	return out
 }
 
@@ -75,7 +115,13 @@ func compactPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	c := &cachedPod{ObjectMeta: p.ObjectMeta, Gates: p.Spec.SchedulingGates, Phase: p.Status.Phase}
+	c := &cachedPod{ObjectMeta: p.ObjectMeta, Gates: p.Spec.SchedulingGates, Phase: p.Status.Phase, Message: p.Status.Message,
+		StuckInit: stuck(p.Status.InitContainerStatuses), Stuck: stuck(p.Status.ContainerStatuses)}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			c.Unscheduled = cond.DeepCopy()
+		}
+	}
 	c.ManagedFields = nil
 	return c, nil
 }

@@ -1,8 +1,10 @@
 package fencedlease
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,12 +14,14 @@ import (
 )
 
 // candidates are the pods that may be granted next, oldest first (ties by name): those
-// the admission webhook made candidates (state Waiting, still held back by the
-// scheduling gate) that no other scheduling gate holds back any more. A pod labeled after it was created never went through the webhook,
-// and a pod whose gate is gone may already run ungranted: neither is ever granted. A pod
-// that ever held a token, or was released or revoked, never gets a second grant: one
-// pod, one generation. ended names a grant that ended in this decision, before its pod
-// could be marked.
+// the admission webhook made candidates (state Waiting) that can start once granted — a
+// Cold one still held back by our scheduling gate and no other, a Warm one with no gate
+// at all — and that do not already report that they cannot start (a Warm pod with a bad
+// image shows it before any grant). A pod labeled after it was created never went through
+// the webhook, and a Cold pod whose gate is gone may already run ungranted: neither is
+// ever granted. A pod that ever held a token, or was released or revoked, never gets a
+// second grant: one pod, one generation. ended names a grant that ended in this decision,
+// before its pod could be marked.
 func candidates(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus, ended types.UID) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
@@ -32,7 +36,10 @@ func candidates(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus, ended types.
 		if _, has := p.Annotations[fencingv1.TokenAnnotation]; has {
 			continue
 		}
-		if podState(p) != fencingv1.PodWaiting || !onlyOurGate(p) {
+		if podState(p) != fencingv1.PodWaiting || startFailure(p) != "" {
+			continue
+		}
+		if warm(p) && len(p.Spec.SchedulingGates) != 0 || !warm(p) && !onlyOurGate(p) {
 			continue
 		}
 		out = append(out, p)
@@ -64,6 +71,16 @@ func findPod(pods []corev1.Pod, uid types.UID) *corev1.Pod {
 	return nil
 }
 
+// findCandidate finds the candidate with uid; nil when uid is empty or not among them.
+func findCandidate(cands []*corev1.Pod, uid types.UID) *corev1.Pod {
+	for _, c := range cands {
+		if uid != "" && c.UID == uid {
+			return c
+		}
+	}
+	return nil
+}
+
 // onlyOurGate is true when our scheduling gate is the only one left: a pod another gate
 // still holds (a queue's, say) could not start if granted, and would spend its startup
 // deadline and everyone's wait for nothing.
@@ -76,3 +93,52 @@ var (
 	parseToken  = leaserecord.ParseToken
 	formatToken = leaserecord.FormatToken
 )
+
+// cannotStartReasons are the container waiting reasons after which a pod does not start
+// by itself: the kubelet backs off (an image pull, a crash loop) or needs the pod or its
+// config changed. ErrImagePull is not among them: it is a first failure, and the
+// kubelet's next report after a retry is ImagePullBackOff. ContainerCreating and
+// PodInitializing (a slow pull, a slow volume) are a start in progress.
+var cannotStartReasons = map[string]bool{
+	"ImagePullBackOff":           true,
+	"CrashLoopBackOff":           true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"InvalidImageName":           true,
+}
+
+// unschedulableBound is how long a granted pod that never renewed may stay unschedulable,
+// on the controller's clock from the grant, before it is revoked (PodCannotStart): long
+// enough for a scheduler retry and a preemption, short of a cluster autoscaler's node.
+const unschedulableBound = 60 * time.Second
+
+// startFailure says why pod p cannot start — a container (or init container) waiting for
+// one of cannotStartReasons, or phase Failed — or "" when nothing says so.
+func startFailure(p *corev1.Pod) string {
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range list {
+			if w := c.State.Waiting; w != nil && cannotStartReasons[w.Reason] {
+				return fmt.Sprintf("container %s: %s: %s", c.Name, w.Reason, w.Message)
+			}
+		}
+	}
+	if p.Status.Phase == corev1.PodFailed {
+		return fmt.Sprintf("pod phase Failed: %s", p.Status.Message)
+	}
+	return ""
+}
+
+// unschedulable is the scheduler's message when it reports pod p unschedulable, or "".
+func unschedulable(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return "unschedulable: " + c.Message
+		}
+	}
+	return ""
+}
+
+// warm is true for a candidate admitted in Warm standby: it runs ungated while it waits.
+func warm(p *corev1.Pod) bool {
+	return p.Annotations[fencingv1.StandbyAnnotation] == string(fencingv1.StandbyWarm)
+}

@@ -87,9 +87,10 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 }
 
 // syncPods makes the pods show the status: a former holder is marked Revoked or
-// Released (and a revoked one deleted under DeletePod), then the holder gets its token,
-// state Holding, and loses the scheduling gate (G3) so it can start. Demotions
-// come first, so no two pods are ever marked Holding at once.
+// Released and loses the holder label in that same write (and a revoked one is deleted
+// under DeletePod), then the holder gets its token, state Holding, the holder label, and
+// loses the scheduling gate (G3) so it can start, in one write. Demotions come first, so
+// no two pods are ever marked Holding, or labeled holder, at once.
 func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
 	st := &fl.Status
 	var holder *corev1.Pod
@@ -109,13 +110,15 @@ func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, po
 	return r.patchPod(ctx, holder, func(p *corev1.Pod) {
 		setAnnotation(p, fencingv1.TokenAnnotation, formatToken(st.Holder.Token))
 		setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(st.Holder)))
+		setLabel(p, fencingv1.HolderLabel, "true")
 		p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
 	})
 }
 
 // demote finishes the end of a grant on a pod that no longer holds one: the last revoked
 // pod is marked Revoked whatever it showed (its grant may have ended before G3), any
-// other pod still marked Holding (or Draining) is marked Released.
+// other pod still marked Holding (or Draining) is marked Released; either loses the
+// holder label in the same write.
 func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
 	next := podState(p)
 	if rv := fl.Status.LastRevocation; rv != nil && rv.PodUID == p.UID {
@@ -123,9 +126,10 @@ func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *c
 	} else if next == fencingv1.PodHolding || next == fencingv1.PodDraining {
 		next = fencingv1.PodReleased
 	}
-	if next != podState(p) {
+	if _, labeled := p.Labels[fencingv1.HolderLabel]; next != podState(p) || labeled {
 		if err := r.patchPod(ctx, p, func(p *corev1.Pod) {
 			setAnnotation(p, fencingv1.StateAnnotation, string(next))
+			delete(p.Labels, fencingv1.HolderLabel)
 		}); err != nil {
 			return err
 		}
@@ -149,10 +153,11 @@ func holdingState(h *fencingv1.Holder) fencingv1.PodState {
 }
 
 // mustDelete is true for a revoked pod under DeletePod, and for one revoked before it ever
-// renewed whatever the policy: it never ran, and kept it could still be scheduled and
-// start with a dead token.
+// renewed whatever the policy (StartupDeadlineExceeded, PodCannotStart): it never ran,
+// and kept it could still be scheduled and start with a dead token.
 func mustDelete(fl *fencingv1.FencedLease, p *corev1.Pod) bool {
-	if rv := fl.Status.LastRevocation; rv != nil && rv.PodUID == p.UID && rv.Reason == fencingv1.ReasonStartupDeadlineExceeded {
+	if rv := fl.Status.LastRevocation; rv != nil && rv.PodUID == p.UID &&
+		(rv.Reason == fencingv1.ReasonStartupDeadlineExceeded || rv.Reason == fencingv1.ReasonPodCannotStart) {
 		return true
 	}
 	return fl.Spec.RevocationPolicy != fencingv1.KeepPodPolicy
@@ -179,6 +184,13 @@ func setAnnotation(p *corev1.Pod, k, v string) {
 		p.Annotations = map[string]string{}
 	}
 	p.Annotations[k] = v
+}
+
+func setLabel(p *corev1.Pod, k, v string) {
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[k] = v
 }
 
 func withoutGate(gates []corev1.PodSchedulingGate) []corev1.PodSchedulingGate {

@@ -34,6 +34,7 @@ func (c chain) evaluate(in *input) (transition, bool) {
 var holderRules = chain{
 	{"foreign Lease", foreignLeaseRule},
 	{"finish a half-done revocation", finishRevocationRule},
+	{"cannot start", cannotStartRule},
 	{"released", releasedRule},
 	{"cut off, waiting out the lease", cutOffRunsOutRule},
 	{"deleting", deletingRule},
@@ -68,12 +69,24 @@ func finishRevocationRule(in *input) (transition, bool) {
 		return transition{}, false
 	}
 	if p := in.renewal.revoking; p.reason != "" {
-		return transition{kind: revoke, revocation: p.reason, lateness: p.lateness}, true
+		return transition{kind: revoke, revocation: p.reason, message: p.message, lateness: p.lateness}, true
 	}
 	if waitingOutCutOff(in.record, in.fl, in.h) {
 		return transition{}, false // cut off on purpose (C1): cutOffRunsOutRule
 	}
 	return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
+}
+
+// cannotStartRule: before its first renewal the holder pod reports that it cannot start
+// — a container in an image pull back-off or crash loop, a bad container config, phase
+// Failed, or unschedulable for unschedulableBound (X7). Waiting out the startup deadline
+// would only keep the next candidate waiting: revoke now. A renewal sent meanwhile would
+// make the pod started, so the Lease is cleared first and such a renewal wins.
+func cannotStartRule(in *input) (transition, bool) {
+	if in.cannotStart == "" {
+		return transition{}, false
+	}
+	return transition{kind: revoke, revocation: fencingv1.ReasonPodCannotStart, message: in.cannotStart, leaseFirst: true}, true
 }
 
 // releasedRule: the holder pod finished or is gone, or the holder cleared holderIdentity
@@ -162,10 +175,13 @@ func handoffTimeoutRule(in *input) (transition, bool) {
 	return transition{kind: cutOff, revocation: fencingv1.ReasonHandoffTimeout, leaseFirst: true, requeueAfter: in.left}, true
 }
 
-// askHandoffRule: a pod of a newer revision of the holder's own workload waits: ask the
-// holder to hand off to it (H1). The grace period starts at now.
+// askHandoffRule: a Cold pod of a newer revision of the holder's own workload waits: ask
+// the holder to hand off to it (H1). The grace period starts at now. A Warm successor is
+// never asked for: it is scheduled and Ready by its own probes, so the rollout goes on and
+// the workload controller ends the holder itself; the next grant goes to that successor
+// all the same (H4).
 func askHandoffRule(in *input) (transition, bool) {
-	if in.h.Handoff != nil || in.successor == nil {
+	if in.h.Handoff != nil || in.successor == nil || warm(in.successor) {
 		return transition{}, false
 	}
 	grace := time.Duration(specHandoffSeconds(in.fl)) * time.Second
@@ -182,6 +198,9 @@ func keepRule(in *input) (transition, bool) {
 	next := in.left
 	if in.h.Handoff != nil {
 		next = min(next, in.graceLeft)
+	}
+	if in.unschedulableLeft > 0 {
+		next = min(next, in.unschedulableLeft)
 	}
 	return transition{kind: keep, requeueAfter: next}, true
 }

@@ -123,6 +123,52 @@ func TestRuleFinishAHalfDoneRevocation(t *testing.T) {
 	})
 }
 
+func waitingIn(reason string) func(*input) {
+	return func(in *input) {
+		in.holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "pull failed"}}}}
+	}
+}
+func unschedulableHolder(in *input) {
+	in.holder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/2 nodes are available"}}
+}
+func startupDeadline120(in *input) { in.h.StartupDeadlineSeconds = 120 }
+
+func TestRuleCannotStart(t *testing.T) {
+	var cases []ruleCase
+	for _, reason := range []string{"ImagePullBackOff", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "InvalidImageName"} {
+		cases = append(cases,
+			ruleCase{name: reason + " before the first renewal", mod: all(neverRenewed, waitingIn(reason)), applies: true, kind: revoke,
+				revocation: fencingv1.ReasonPodCannotStart, leaseFirst: true},
+			ruleCase{name: reason + " after the first renewal: it ran", mod: waitingIn(reason), applies: false})
+	}
+	for _, reason := range []string{"ErrImagePull", "ContainerCreating", "PodInitializing"} {
+		cases = append(cases, ruleCase{name: reason + " is a start in progress", mod: all(neverRenewed, waitingIn(reason)), applies: false})
+	}
+	cases = append(cases,
+		ruleCase{name: "starting normally", mod: neverRenewed, applies: false},
+		ruleCase{name: "phase Failed before the first renewal", mod: all(neverRenewed, func(in *input) { in.holder.Status.Phase = corev1.PodFailed }),
+			applies: true, kind: revoke, revocation: fencingv1.ReasonPodCannotStart, leaseFirst: true},
+		ruleCase{name: "unschedulable, within the bound", mod: all(neverRenewed, startupDeadline120, unschedulableHolder), applies: false},
+		ruleCase{name: "unschedulable past the bound", mod: all(neverRenewed, startupDeadline120, unschedulableHolder, at(unschedulableBound)),
+			applies: true, kind: revoke, revocation: fencingv1.ReasonPodCannotStart, leaseFirst: true},
+		ruleCase{name: "the pod is gone: a release, not this", mod: all(neverRenewed, func(in *input) { in.holder = nil }), applies: false},
+	)
+	runRuleTable(t, cannotStartRule, cases)
+
+	c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
+	got, _ := cannotStartRule(ruleInput(c, all(neverRenewed, waitingIn("ImagePullBackOff"))))
+	if want := "container work: ImagePullBackOff: pull failed"; got.message != want {
+		t.Fatalf("message %q, want %q", got.message, want)
+	}
+	// An unschedulable holder is looked at again when the bound ends, not at the deadline.
+	keep, _ := keepRule(ruleInput(c, all(neverRenewed, startupDeadline120, unschedulableHolder)))
+	if want := unschedulableBound - 5*time.Second; keep.requeueAfter != want {
+		t.Fatalf("requeueAfter %v, want %v", keep.requeueAfter, want)
+	}
+}
+
 func TestRuleReleased(t *testing.T) {
 	runRuleTable(t, releasedRule, []ruleCase{
 		{name: "running", applies: false},
@@ -201,11 +247,14 @@ func TestRuleHandoffTimeout(t *testing.T) {
 }
 
 func TestRuleAskHandoff(t *testing.T) {
-	n := pod("n", t0)
+	n, w := pod("n", t0), pod("w", t0)
+	w.Annotations[fencingv1.StandbyAnnotation] = string(fencingv1.StandbyWarm)
+	w.Spec.SchedulingGates = nil
 	runRuleTable(t, askHandoffRule, []ruleCase{
 		{name: "no successor", applies: false},
 		{name: "a successor waits", mod: func(in *input) { in.successor = &n }, applies: true, kind: askHandoff, requeue: 5 * time.Second},
 		{name: "already asked", mod: all(handoffAsked(30, t0), func(in *input) { in.successor = &n }), applies: false},
+		{name: "a Warm successor is Ready by its own probes: never asked for", mod: func(in *input) { in.successor = &w }, applies: false},
 	})
 }
 
@@ -232,6 +281,9 @@ func TestHolderRulesFirstMatchWins(t *testing.T) {
 		// A deleted FencedLease revokes before a revoke request cuts off.
 		{all(revokeAsked, func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
 		{all(cutOffLeaseOf, func(in *input) { in.holder = nil }), "finish a half-done revocation"},
+		// A pod that failed before it ever renewed could not start: not a release.
+		{all(neverRenewed, func(in *input) { in.holder.Status.Phase = corev1.PodFailed }), "cannot start"},
+		{func(in *input) { in.holder.Status.Phase = corev1.PodFailed }, "released"},
 	} {
 		in := ruleInput(c, tc.mod)
 		got, ok := holderRules.evaluate(in)

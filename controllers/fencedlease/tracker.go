@@ -36,12 +36,24 @@ type renewal struct {
 	// revoking is the revocation this process decided and began on the Lease (X3) for
 	// the grant, until the status records it (X4); zero before.
 	revoking pendingRevocation
+	// newer is the last answer to "which waiting pod is of a newer revision of the
+	// holder's workload", for the candidates it was asked about: asked again only when
+	// they change, and still known when the holder pod is gone.
+	newer newerRevisionAnswer
+}
+
+// newerRevisionAnswer is a remembered newerRevision lookup: successor (empty: none) for
+// the candidates whose UIDs, in order, make up candidates.
+type newerRevisionAnswer struct {
+	candidates string
+	successor  types.UID
 }
 
 // pendingRevocation is a revocation decided with its reason and lateness, kept so a
 // reconcile that finishes it after a failed status write records what was decided.
 type pendingRevocation struct {
 	reason   fencingv1.RevocationReason
+	message  string
 	lateness time.Duration
 }
 
@@ -105,6 +117,27 @@ func (t *renewalTracker) revokingOnLease(key types.NamespacedName, uid types.UID
 	defer t.mu.Unlock()
 	if last, ok := t.seen[key]; ok && last.uid == uid && last.token == token {
 		last.revoking = p
+		t.seen[key] = last
+	}
+}
+
+// newerRevision returns the remembered newer-revision answer for grant (uid, token).
+func (t *renewalTracker) newerRevision(key types.NamespacedName, uid types.UID, token int64) (newerRevisionAnswer, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last, ok := t.seen[key]
+	if !ok || last.uid != uid || last.token != token || last.newer.candidates == "" {
+		return newerRevisionAnswer{}, false
+	}
+	return last.newer, true
+}
+
+// rememberNewerRevision records a newer-revision answer for grant (uid, token).
+func (t *renewalTracker) rememberNewerRevision(key types.NamespacedName, uid types.UID, token int64, a newerRevisionAnswer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, ok := t.seen[key]; ok && last.uid == uid && last.token == token {
+		last.newer = a
 		t.seen[key] = last
 	}
 }

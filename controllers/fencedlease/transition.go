@@ -34,6 +34,8 @@ type transition struct {
 	holder fencingv1.Holder
 	// revocation is the reason of a revoke, or the one a cutOff will be revoked for.
 	revocation fencingv1.RevocationReason
+	// message says more about a revocation (PodCannotStart: what the pod reported).
+	message string
 	// release is the reason of a release.
 	release fencingv1.ReleaseReason
 	// leaseFirst: the Lease's holder must be cleared by a compare-and-swap on the version

@@ -65,7 +65,8 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Denied(fmt.Sprintf("label %s must name a FencedLease in this namespace", fencingv1.LeaseLabel))
 	}
 	ns := req.Namespace
-	err := h.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: lease}, &fencingv1.FencedLease{})
+	fl := &fencingv1.FencedLease{}
+	err := h.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: lease}, fl)
 	switch {
 	case apierrors.IsNotFound(err):
 		return admission.Denied(fmt.Sprintf("label %s names FencedLease %q, which does not exist in namespace %q: create it first, or fix the label",
@@ -74,7 +75,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("looking up FencedLease %q: %w", lease, err))
 	}
 	before := pod.DeepCopy()
-	if err := mutate(pod, lease, h.agentImage); err != nil {
+	if err := mutate(pod, lease, fl.Spec.Standby, h.agentImage); err != nil {
 		return admission.Denied(err.Error())
 	}
 	patches, err := patchFor(before, pod)

@@ -14,9 +14,11 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// mutate makes pod a candidate of lease. It is idempotent: a pod it already mutated
-// comes out unchanged. agentImage is the image of the renewal sidecar.
-func mutate(pod *corev1.Pod, lease, agentImage string) error {
+// mutate makes pod a candidate of lease in standby mode: a Cold candidate gets the
+// scheduling gate, a Warm one none (it is scheduled and runs while it waits). It is
+// idempotent: a pod it already mutated comes out unchanged. agentImage is the image of
+// the renewal sidecar.
+func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, agentImage string) error {
 	if pod.Spec.NodeName != "" {
 		return fmt.Errorf("spec.nodeName is set (%s): a pod bound to a node when it is created cannot be held back by a scheduling gate, "+
 			"so it could start before it is granted; remove spec.nodeName and choose the node with nodeSelector or node affinity", pod.Spec.NodeName)
@@ -31,9 +33,18 @@ func mutate(pod *corev1.Pod, lease, agentImage string) error {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
+	if _, has := pod.Labels[fencingv1.HolderLabel]; has {
+		return fmt.Errorf("pods may not carry the label %s: the operator puts it on the current holder alone; remove it from the pod or its template",
+			fencingv1.HolderLabel)
+	}
+	if mode != fencingv1.StandbyWarm {
+		mode = fencingv1.StandbyCold
+	}
+	// The mode is the FencedLease's when the pod is admitted; a pod's own value is ignored.
 	pod.Annotations[fencingv1.StateAnnotation] = string(fencingv1.PodWaiting)
+	pod.Annotations[fencingv1.StandbyAnnotation] = string(mode)
 
-	if !hasGate(pod) {
+	if mode == fencingv1.StandbyCold && !hasGate(pod) {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate})
 	}
 	if err := ensureVolume(pod, downwardVolume()); err != nil {
@@ -50,7 +61,7 @@ func mutate(pod *corev1.Pod, lease, agentImage string) error {
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
-			if err := inject(&list[i], lease); err != nil {
+			if err := inject(&list[i], lease, mode); err != nil {
 				return err
 			}
 			if !agent {
@@ -67,22 +78,34 @@ func mutate(pod *corev1.Pod, lease, agentImage string) error {
 	return nil
 }
 
-// fencingEnv is what every container gets: the token from the pod's own annotation, so
-// it resolves when the containers start, which the gate holds back until the grant.
-func fencingEnv(lease string) []corev1.EnvVar {
+// fencingEnv is what every container gets. A Cold candidate gets the token from the
+// pod's own annotation, so it resolves when the containers start, which the gate holds
+// back until the grant. A Warm candidate's containers start before any grant, when the
+// annotation is not there: the variable would resolve to an empty string for good, so
+// it gets none, and its workload takes the token from the grant it waits for (hold,
+// pkg/holder, the agent).
+func fencingEnv(lease string, mode fencingv1.StandbyMode) []corev1.EnvVar {
 	field := func(path string) *corev1.EnvVarSource {
 		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
 	}
-	return []corev1.EnvVar{
-		{Name: fencingv1.EnvToken, ValueFrom: field("metadata.annotations['" + fencingv1.TokenAnnotation + "']")},
-		{Name: fencingv1.EnvLeaseName, Value: lease},
-		{Name: fencingv1.EnvLeaseNamespace, ValueFrom: field("metadata.namespace")},
-		{Name: fencingv1.EnvHolderIdentity, ValueFrom: field("metadata.name")},
+	var env []corev1.EnvVar
+	if mode == fencingv1.StandbyCold {
+		env = append(env, corev1.EnvVar{Name: fencingv1.EnvToken, ValueFrom: field("metadata.annotations['" + fencingv1.TokenAnnotation + "']")})
 	}
+	return append(env,
+		corev1.EnvVar{Name: fencingv1.EnvLeaseName, Value: lease},
+		corev1.EnvVar{Name: fencingv1.EnvLeaseNamespace, ValueFrom: field("metadata.namespace")},
+		corev1.EnvVar{Name: fencingv1.EnvHolderIdentity, ValueFrom: field("metadata.name")},
+		corev1.EnvVar{Name: fencingv1.EnvHolderUID, ValueFrom: field("metadata.uid")},
+	)
 }
 
-func inject(c *corev1.Container, lease string) error {
-	for _, want := range fencingEnv(lease) {
+func inject(c *corev1.Container, lease string, mode fencingv1.StandbyMode) error {
+	if mode == fencingv1.StandbyWarm && findEnv(c.Env, fencingv1.EnvToken) >= 0 {
+		return fmt.Errorf("container %q sets %s: in a Warm FencedLease the token is not known when containers start; "+
+			"the workload gets it from fencedlease hold, pkg/holder or the agent once granted", c.Name, fencingv1.EnvToken)
+	}
+	for _, want := range fencingEnv(lease, mode) {
 		i := findEnv(c.Env, want.Name)
 		if i < 0 {
 			c.Env = append(c.Env, want)

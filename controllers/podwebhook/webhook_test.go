@@ -43,7 +43,7 @@ var _ = Describe("Pod admission", func() {
 		Expect(k8s.Create(ctx, p)).To(Succeed())
 
 		Expect(p.Spec.SchedulingGates).To(ConsistOf(corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate}))
-		Expect(p.Annotations).To(Equal(map[string]string{fencingv1.StateAnnotation: "Waiting"}))
+		Expect(p.Annotations).To(Equal(map[string]string{fencingv1.StateAnnotation: "Waiting", fencingv1.StandbyAnnotation: "Cold"}))
 		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 			env := map[string]corev1.EnvVar{}
 			for _, e := range c.Env {

@@ -2,11 +2,15 @@ package agent
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -22,6 +26,9 @@ func (o oneLease) Get(context.Context, string, metav1.GetOptions) (*coordination
 }
 func (o oneLease) Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error) {
 	panic("the probe writes nothing")
+}
+func (o oneLease) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	panic("the probe watches nothing")
 }
 
 // The startupProbe passes only once the Lease shows this pod's grant renewed: the
@@ -43,9 +50,26 @@ func TestProbePassesOnceTheGrantRenewed(t *testing.T) {
 		"renewed":                   {lease("7", renewed), true},
 		"another token of this pod": {lease("8", renewed), false},
 	} {
-		err := Probe(context.Background(), holder.Config{Leases: oneLease{tc.l}, Namespace: "ns", LeaseName: "invoices", Identity: "a", Token: 7})
+		err := Probe(context.Background(), holder.Config{Leases: oneLease{tc.l}, Namespace: "ns", LeaseName: "invoices", Identity: "a", Token: 7}, "")
 		if (err == nil) != tc.pass {
 			t.Errorf("%s: Probe = %v, want pass=%v", name, err, tc.pass)
 		}
+	}
+}
+
+// In a Warm standby (no token yet) the probe passes once the agent published its state,
+// whatever the Lease says: the workload must start before any grant.
+func TestProbeOfAWarmStandbyPassesOnceTheAgentRuns(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "state")
+	cfg := holder.Config{Leases: oneLease{nil}, Namespace: "ns", LeaseName: "invoices", Identity: "a"}
+	if err := Probe(context.Background(), cfg, file); err == nil {
+		t.Fatal("passed before the agent published its state")
+	}
+	board := newStateBoard(file, 0, clock.RealClock{}, logr.Discard())
+	if got := board.get().State; got != StateWaiting {
+		t.Fatalf("a warm agent starts as %s, want %s", got, StateWaiting)
+	}
+	if err := Probe(context.Background(), cfg, file); err != nil {
+		t.Fatalf("refused once the agent runs: %v", err)
 	}
 }

@@ -29,9 +29,11 @@ type Options struct {
 
 // Run is the renewal sidecar's loop, for workloads that do not link this package:
 // it holds the grant until ctx ends (the pod stops), and publishes what it knows (see
-// State). When renewals fail past the deadline it says Lost and keeps trying: while
-// the Lease still names this pod and token the grant may still be its own (the operator
-// revokes only a lease later), and a confirmed renewal makes it Holding again. It stops
+// State). In a Warm standby (cfg.Token 0) it first publishes Waiting and waits for the
+// grant on a watch of the Lease. When renewals fail past the deadline it says Lost and
+// keeps trying: while the Lease still names this pod and token the grant may still be its
+// own (the operator revokes only a lease later), and a confirmed renewal makes it Holding
+// again. It stops
 // renewing only once the grant has certainly moved on (the Lease names someone else, or
 // was released). A hand-off request is logged and published as Draining; the agent keeps
 // renewing, because it cannot know when the workload reached a safe point. The workload
@@ -48,6 +50,17 @@ func Run(ctx context.Context, cfg holder.Config, opts Options, log logr.Logger) 
 		if err := serveState(ctx, opts.Listen, board, log); err != nil {
 			log.Error(err, "not serving the state endpoint; the state file still works", "address", opts.Listen)
 		}
+	}
+	if cfg.Token == 0 {
+		// A Warm standby: publish Waiting, and wait on a watch of the Lease until it names
+		// this pod; from then on the agent holds the grant as in a Cold pod.
+		log.Info("waiting for the grant", "lease", cfg.LeaseName)
+		token, err := holder.WaitForGrant(ctx, cfg)
+		if err != nil {
+			return nil // the pod is stopping
+		}
+		cfg.Token = token
+		board.set(StateStarting, token, nil, "")
 	}
 	cfg.Callbacks.OnRenewed = func(deadline time.Time) { board.renewed(cfg.Token, deadline) }
 	cfg.Callbacks.OnDraining = func(successor string) {

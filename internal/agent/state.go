@@ -14,6 +14,7 @@ import (
 
 // The agent's states, as State.State.
 const (
+	StateWaiting  = "Waiting"  // a Warm standby: not granted yet; the token is 0 until it is
 	StateStarting = "Starting" // confirming the grant with a first renewal
 	StateHolding  = "Holding"
 	StateDraining = "Draining" // asked to hand off: release at a safe point
@@ -54,7 +55,11 @@ func newStateBoard(path string, token int64, c clock.PassiveClock, log logr.Logg
 			b.path = ""
 		}
 	}
-	b.set(StateStarting, token, nil, "")
+	if token == 0 {
+		b.set(StateWaiting, 0, nil, "")
+	} else {
+		b.set(StateStarting, token, nil, "")
+	}
 	return b
 }
 

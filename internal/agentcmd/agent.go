@@ -3,6 +3,7 @@ package agentcmd
 import (
 	"context"
 	"flag"
+	"os"
 	"time"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -12,7 +13,8 @@ import (
 
 // Agent is `agent`: the renewal sidecar the webhook injects into pods that ask for it. It
 // reads its grant from the injected env and renews until the pod stops. With --probe it
-// is the sidecar's startupProbe instead: it exits 0 once the Lease shows the grant renewed.
+// is the sidecar's startupProbe instead: it exits 0 once the Lease shows the grant renewed
+// (Cold), or once the agent has published its state (Warm: the workload must start first).
 func Agent(args []string) error {
 	fs := flag.NewFlagSet("agent", flag.ExitOnError)
 	probe := fs.Bool("probe", false, "Answer the startupProbe: succeed once the grant was renewed, then exit.")
@@ -24,7 +26,12 @@ func Agent(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := holder.Config{}.FromEnv()
+	// A Warm standby has no FENCING_TOKEN: the agent waits for its grant.
+	fromEnv := holder.Config.FromEnv
+	if _, set := os.LookupEnv(fencingv1.EnvToken); !set {
+		fromEnv = holder.Config.NamesFromEnv
+	}
+	cfg, err := fromEnv(holder.Config{})
 	if err != nil {
 		return err
 	}
@@ -34,7 +41,7 @@ func Agent(args []string) error {
 	if *probe {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // within the probe's timeout
 		defer cancel()
-		return agent.Probe(ctx, cfg)
+		return agent.Probe(ctx, cfg, opts.StateFile)
 	}
 	return agent.Run(signalContext(), cfg, opts, newLogger("agent"))
 }

@@ -1,7 +1,6 @@
 package agentcmd
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,11 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
 	"github.com/fencedlease/fencedlease/pkg/holder"
 )
 
@@ -29,9 +26,11 @@ the grant is lost sends CMD's process group SIGTERM and, --stop-grace later, SIG
 before the operator can grant anyone else. When CMD exits the grant is released and hold
 exits with CMD's status (128+N for a signal N); when the grant was lost, with 75.
 
-In a labeled pod it reads the grant from the environment the operator injected. Outside
-one, name it with --lease, --namespace and --identity (the candidate pod): hold waits
-until the Lease names that pod, and takes its token.
+In a Cold candidate it reads the grant from the environment the operator injected. In a
+Warm standby (no FENCING_TOKEN: the pod runs before it is granted) hold waits, on a watch
+of the Lease, until the Lease names this pod, and runs CMD the moment the grant is
+confirmed, with its token. Outside a labeled pod, name the candidate with --lease,
+--namespace and --identity: hold waits the same way.
 
 flags:
 `
@@ -45,6 +44,7 @@ func Hold(args []string) (int, error) {
 	lease := fs.String("lease", os.Getenv(fencingv1.EnvLeaseName), "The FencedLease (default $"+fencingv1.EnvLeaseName+").")
 	namespace := fs.String("namespace", os.Getenv(fencingv1.EnvLeaseNamespace), "Its namespace (default $"+fencingv1.EnvLeaseNamespace+").")
 	identity := fs.String("identity", os.Getenv(fencingv1.EnvHolderIdentity), "The candidate pod's name (default $"+fencingv1.EnvHolderIdentity+").")
+	uid := fs.String("uid", os.Getenv(fencingv1.EnvHolderUID), "The candidate pod's UID, so an earlier pod's grant of the same name is never taken (default $"+fencingv1.EnvHolderUID+").")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
@@ -58,12 +58,16 @@ func Hold(args []string) (int, error) {
 		return 1, err
 	}
 	ctx := signalContext()
-	cfg := holder.Config{Leases: leases, Namespace: *namespace, LeaseName: *lease, Identity: *identity, StopGrace: *grace}
-	if cfg.Token, err = strconv.ParseInt(os.Getenv(fencingv1.EnvToken), 10, 64); err != nil || cfg.Token < 1 {
-		fmt.Fprintf(os.Stderr, "hold: waiting until Lease %s/%s names %s\n", cfg.Namespace, cfg.LeaseName, cfg.Identity)
-		if cfg.Token, err = waitForGrant(ctx, cfg.Leases, cfg.Namespace, cfg.LeaseName, cfg.Identity); err != nil {
-			return 1, err
+	cfg := holder.Config{Leases: leases, Namespace: *namespace, LeaseName: *lease, Identity: *identity, StopGrace: *grace,
+		UID: types.UID(*uid)}
+	if raw := os.Getenv(fencingv1.EnvToken); raw != "" {
+		// A Cold candidate: started once granted, with its token.
+		if cfg.Token, err = strconv.ParseInt(raw, 10, 64); err != nil || cfg.Token < 1 {
+			return 1, fmt.Errorf("%s=%q is not a granted token", fencingv1.EnvToken, raw)
 		}
+	} else {
+		// A Warm standby, or outside a labeled pod: Exec waits for the grant on a watch.
+		fmt.Fprintf(os.Stderr, "hold: waiting until Lease %s/%s names %s\n", cfg.Namespace, cfg.LeaseName, cfg.Identity)
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -79,19 +83,4 @@ func Hold(args []string) (int, error) {
 		return 128 + int(ws.Signal()), nil
 	}
 	return res.ExitCode, nil
-}
-
-// waitForGrant polls the Lease until it names identity, and returns its token.
-func waitForGrant(ctx context.Context, leases holder.LeaseClients, ns, name, identity string) (int64, error) {
-	var token int64
-	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		l, err := leases.Leases(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		rec := leaserecord.Read(l)
-		token = rec.Token
-		return rec.Names(identity, token) && token > 0, nil
-	})
-	return token, err
 }

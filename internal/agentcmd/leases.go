@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
 	"github.com/fencedlease/fencedlease/pkg/holder"
@@ -59,4 +60,10 @@ func (n namespaced) Update(ctx context.Context, lease *coordinationv1.Lease, opt
 	err := n.rest.Put().Namespace(n.ns).Resource("leases").Name(lease.Name).
 		VersionedParams(&opts, parameters).Body(lease).Do(ctx).Into(out)
 	return out, err
+}
+
+func (n namespaced) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	return n.rest.Get().Namespace(n.ns).Resource("leases").
+		VersionedParams(&opts, parameters).Watch(ctx)
 }

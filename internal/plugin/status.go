@@ -199,7 +199,11 @@ func (st *Status) text(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "Tokens:\t%d issued, %d transitions, %d revocations\n", st.FencingToken, st.Transitions, st.Revocations)
 	if rv := st.LastRevocation; rv != nil {
-		fmt.Fprintf(tw, "Last revoked:\t%s, token %d, %s, %s ago\n", rv.PodName, rv.Token, rv.Reason, ago(st.now.Sub(rv.Time.Time)))
+		reason := string(rv.Reason)
+		if rv.Message != "" {
+			reason += " (" + rv.Message + ")"
+		}
+		fmt.Fprintf(tw, "Last revoked:\t%s, token %d, %s, %s ago\n", rv.PodName, rv.Token, reason, ago(st.now.Sub(rv.Time.Time)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

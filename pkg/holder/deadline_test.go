@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -46,6 +47,10 @@ func (m *memLease) Update(_ context.Context, l *coordinationv1.Lease, _ metav1.U
 	}
 	m.l = l.DeepCopy()
 	return l.DeepCopy(), nil
+}
+
+func (m *memLease) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, errors.New("memLease does not watch")
 }
 
 func grantedLease(seconds int32) *memLease {

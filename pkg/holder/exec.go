@@ -32,7 +32,9 @@ type ExecResult struct {
 }
 
 // Exec runs cmd while this process holds the grant cfg names, for workloads in any
-// language. It confirms the grant with a first renewal, starts cmd in a process group of
+// language. With cfg.Token 0 (a Warm standby, which has no FENCING_TOKEN) it first waits
+// for the grant with StartWhenGranted, so cmd starts the moment it is confirmed. It
+// confirms the grant with a first renewal, starts cmd in a process group of
 // its own with the grant in its environment (FENCING_TOKEN, FENCING_LEASE_NAME,
 // FENCING_LEASE_NAMESPACE, FENCING_HOLDER_IDENTITY), and renews while it runs.
 //
@@ -47,7 +49,11 @@ func Exec(ctx context.Context, cfg Config, cmd *exec.Cmd) (ExecResult, error) {
 	if cfg.StopGrace <= 0 {
 		return ExecResult{}, errors.New("Exec needs a StopGrace: how long the command gets between SIGTERM and SIGKILL")
 	}
-	h, err := Start(ctx, cfg)
+	start := Start
+	if cfg.Token == 0 {
+		start = StartWhenGranted // a Warm standby: wait for the grant, then run
+	}
+	h, err := start(ctx, cfg)
 	if err != nil {
 		return ExecResult{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -38,6 +39,9 @@ type Config struct {
 	LeaseName string
 	Identity  string
 	Token     int64
+	// UID is the pod's UID (FENCING_HOLDER_UID), optional: with it StartWhenGranted takes
+	// only a grant of this very pod, never one of an earlier pod of the same name.
+	UID types.UID
 	// RenewInterval is how often to renew; default a third of the lease duration.
 	RenewInterval time.Duration
 	// RenewDeadline is how long after the last confirmed renewal was sent the holder
@@ -80,21 +84,34 @@ type Callbacks struct {
 }
 
 // FromEnv fills the grant's names from FENCING_LEASE_NAMESPACE, FENCING_LEASE_NAME,
-// FENCING_HOLDER_IDENTITY and FENCING_TOKEN.
+// FENCING_HOLDER_IDENTITY, FENCING_HOLDER_UID and FENCING_TOKEN: the environment of a
+// Cold candidate, which starts only once granted. A Warm one has no FENCING_TOKEN: use
+// NamesFromEnv and StartWhenGranted.
 func (c Config) FromEnv() (Config, error) {
-	c.Namespace = os.Getenv(fencingv1.EnvLeaseNamespace)
-	c.LeaseName = os.Getenv(fencingv1.EnvLeaseName)
-	c.Identity = os.Getenv(fencingv1.EnvHolderIdentity)
+	c, err := c.NamesFromEnv()
+	if err != nil {
+		return c, err
+	}
 	raw := os.Getenv(fencingv1.EnvToken)
 	t, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || t < 1 {
-		return c, fmt.Errorf("%s=%q is not a granted token: is this pod opted in and granted?", fencingv1.EnvToken, raw)
+		return c, fmt.Errorf("%s=%q is not a granted token: is this pod opted in and granted? (a Warm standby waits for its token with StartWhenGranted)",
+			fencingv1.EnvToken, raw)
 	}
 	c.Token = t
-	for name, v := range map[string]string{
-		fencingv1.EnvLeaseNamespace: c.Namespace, fencingv1.EnvLeaseName: c.LeaseName, fencingv1.EnvHolderIdentity: c.Identity,
-	} {
-		if v == "" {
+	return c, nil
+}
+
+// NamesFromEnv fills what names the grant but the token — FENCING_LEASE_NAMESPACE,
+// FENCING_LEASE_NAME, FENCING_HOLDER_IDENTITY and, when set, FENCING_HOLDER_UID — for
+// StartWhenGranted in a pod that runs before it is granted.
+func (c Config) NamesFromEnv() (Config, error) {
+	c.Namespace = os.Getenv(fencingv1.EnvLeaseNamespace)
+	c.LeaseName = os.Getenv(fencingv1.EnvLeaseName)
+	c.Identity = os.Getenv(fencingv1.EnvHolderIdentity)
+	c.UID = types.UID(os.Getenv(fencingv1.EnvHolderUID))
+	for _, name := range []string{fencingv1.EnvLeaseNamespace, fencingv1.EnvLeaseName, fencingv1.EnvHolderIdentity} {
+		if os.Getenv(name) == "" {
 			return c, fmt.Errorf("%s is not set: is this pod opted in?", name)
 		}
 	}
@@ -137,6 +154,11 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading Lease %s/%s: %w", cfg.Namespace, cfg.LeaseName, err)
 	}
+	return start(ctx, cfg, lease)
+}
+
+// start is Start from a Lease already read: the first renewal builds on it.
+func start(ctx context.Context, cfg Config, lease *coordinationv1.Lease) (*Holder, error) {
 	if err := cfg.defaults(lease); err != nil {
 		return nil, err
 	}

@@ -5,12 +5,15 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
-// LeaseClient is all a holder asks of the API server: read its Lease and update it.
+// LeaseClient is all a holder asks of the API server: read its Lease, update it, and —
+// while a warm standby waits for its grant — watch it.
 type LeaseClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
 	Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // LeaseClients gives the LeaseClient of a namespace.

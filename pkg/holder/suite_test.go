@@ -71,22 +71,7 @@ func holderClient() (*kubernetes.Clientset, *partition) {
 // duration and pods a and b, and waits until a holds token 1.
 func grantedNamespace(durationSeconds int32) string {
 	GinkgoHelper()
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "holder-"}}
-	Expect(k8s.Create(ctx, nsObj)).To(Succeed())
-	ns := nsObj.Name
-	grants, err := testenv.WatchGrants(ctx, k8s, ns)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		_, err := grants.Stop()
-		Expect(err).NotTo(HaveOccurred(), "the grant oracle: never two pods Holding, tokens only rising")
-	})
-	c, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{Name: "ctrl"})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(c.Stop)
-	Expect(k8s.Create(ctx, &fencingv1.FencedLease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
-		Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: durationSeconds, StartupDeadlineSeconds: durationSeconds},
-	})).To(Succeed())
+	ns := controlledNamespace("holder-", fencingv1.FencedLeaseSpec{LeaseDurationSeconds: durationSeconds, StartupDeadlineSeconds: durationSeconds})
 	for _, name := range []string{"a", "b"} {
 		Expect(k8s.Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fencingv1.LeaseLabel: "invoices"},
@@ -104,6 +89,26 @@ func grantedNamespace(durationSeconds int32) string {
 		g.Expect(l.Spec.HolderIdentity).To(HaveValue(Equal("a")))
 		g.Expect(l.Annotations).To(HaveKeyWithValue(fencingv1.TokenAnnotation, "1"))
 	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return ns
+}
+
+// controlledNamespace creates a namespace with the grant oracle on it, a controller
+// watching it and FencedLease "invoices" of spec, and returns its name.
+func controlledNamespace(prefix string, spec fencingv1.FencedLeaseSpec) string {
+	GinkgoHelper()
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	Expect(k8s.Create(ctx, nsObj)).To(Succeed())
+	ns := nsObj.Name
+	grants, err := testenv.WatchGrants(ctx, k8s, ns)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		_, err := grants.Stop()
+		Expect(err).NotTo(HaveOccurred(), "the grant oracle: never two pods Holding, tokens only rising")
+	})
+	c, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{Name: "ctrl"})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(c.Stop)
+	Expect(k8s.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"}, Spec: spec})).To(Succeed())
 	return ns
 }
 

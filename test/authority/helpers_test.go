@@ -92,6 +92,19 @@ func newPod(ns, name, lease string) *corev1.Pod {
 }
 
 // createFL creates a FencedLease as the editor would.
+// heldAndWaiting is a world with FencedLease "invoices" (15 s) held by pod a with token 1
+// and pod b waiting: where most authority specs start.
+func heldAndWaiting() *world {
+	GinkgoHelper()
+	w := newWorld()
+	w.createFL("invoices", 15)
+	w.createPod("a", "invoices")
+	w.expectHolder("invoices", "a", 1)
+	w.createPod("b", "invoices")
+	Eventually(func(g Gomega) { w.expectWaiting(g, "b") }).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return w
+}
+
 func (w *world) createFL(name string, duration int32, mutate ...func(*fencingv1.FencedLease)) {
 	GinkgoHelper()
 	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name},

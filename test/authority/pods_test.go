@@ -13,7 +13,7 @@ import (
 
 const (
 	labelFixed  = "the label fencing.fencedlease.io/lease is set when a pod is created and never changes"
-	annotations = "the annotations fencing.fencedlease.io/token and fencing.fencedlease.io/state are written by the operator alone"
+	annotations = "the annotations fencing.fencedlease.io/token, fencing.fencedlease.io/state and fencing.fencedlease.io/standby are written by the operator alone"
 	gateMessage = "only the operator removes the scheduling gate fencing.fencedlease.io/grant"
 )
 
@@ -30,14 +30,7 @@ func removeGate(p *corev1.Pod) { p.Spec.SchedulingGates = nil }
 
 var _ = Describe("Pod updates (issue 7, items 1 and 2)", func() {
 	var w *world
-	BeforeEach(func() {
-		w = newWorld()
-		w.createFL("invoices", 15)
-		w.createPod("a", "invoices")
-		w.expectHolder("invoices", "a", 1)
-		w.createPod("b", "invoices")
-		Eventually(func(g Gomega) { w.expectWaiting(g, "b") }).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-	})
+	BeforeEach(func() { w = heldAndWaiting() })
 
 	// Each forgery is refused, and the pod stays an ungranted candidate: a stays the holder.
 	DescribeTable("refuses a forged grant on a waiting pod",

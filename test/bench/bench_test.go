@@ -16,7 +16,7 @@ var (
 	mass     = flag.Int("bench.mass", 1000, "The large mass failover and burst size.")
 	scaleN   = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
 	waiting  = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
-	only     = flag.String("bench.only", "grant,handoff,single,mass,burst,scale", "The measurements to run, comma-separated.")
+	only     = flag.String("bench.only", "grant,handoff,single,work,mass,burst,scale", "The measurements to run, comma-separated.")
 	heapProf = flag.String("bench.heap-profile", "", "Where to save the operator's heap profile at the end of the scale run (go tool pprof reads it); its top is logged. Empty: none.")
 	memLimit = flag.String("bench.operator-memory-limit", "256Mi", "The container memory limit the operator is told of, as the Deployment tells it (FENCEDLEASE_MEMORY_LIMIT, from resources.limits.memory); empty for none.")
 )
@@ -54,6 +54,13 @@ func TestBench(t *testing.T) {
 		cg := b.clientgoFailover(1, tm, n)
 		b.add(fmt.Sprintf("single failover, overshoot past lease end (lease %v; client-go %v)", tm.lease, tm),
 			op.overshoot.summary(), cg.overshoot.summary(), ratio(op.overshoot.quantile(0.5), cg.overshoot.quantile(0.5)))
+	}
+	for _, tm := range []timings{fast, slow} {
+		for _, n := range []int{1, 100} {
+			if want("work") {
+				b.failoverToWork(n, tm, max(*runs, 5))
+			}
+		}
 	}
 	for _, m := range []struct {
 		n int

@@ -56,6 +56,10 @@ type failover struct {
 	writesPer []float64
 	// gaveUp is how many holders (leaders) ended on their own deadline, of grants.
 	gaveUp, grants int
+	// work is how long after the old holder's lease ran out the next one's work began: its
+	// first renewal confirmed (a Cold pod with no pod start: the best case), its
+	// StartWhenGranted returned (Warm), OnStartedLeading (client-go).
+	work sample
 }
 
 // operatorFailover grants n FencedLeases (lease d) to simulated holders, then runs times:
@@ -90,6 +94,10 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 		ts := b.await(keyed(ns, leases, next), 10*time.Minute)
 		f.add(ts)
 		lastAt := latest(ts)
+		b.awaitRenewed(ns, next)
+		for _, t := range ts {
+			f.work = append(f.work, b.holders.confirmedAt(ns, t.to).Sub(t.lastRenew.Add(t.duration)))
+		}
 		req := b.operatorRequests(ns, stoppedAt, lastAt.Add(time.Second))
 		f.writesPer = append(f.writesPer, float64(req.writes())/float64(n))
 		b.t.Logf("%s run %d: operator requests %v", ns, r, req)
@@ -99,6 +107,90 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 	b.quiesce(ns, current)
 	f.gaveUp, f.grants = b.holders.gaveUpIn(ns), n*(runs+1)
 	return f
+}
+
+// warmFailover is operatorFailover with Warm standbys: n FencedLeases in Warm standby, a
+// running standby for each waiting with StartWhenGranted, every holder stops at once, and
+// each standby's work begins when its StartWhenGranted returns.
+func (b *bench) warmFailover(n int, d time.Duration, runs int) failover {
+	ns := fmt.Sprintf("op-warm-%d-%ds", n, int(d.Seconds()))
+	b.namespace(ns)
+	leases := names("l", n)
+	fls := make([]client.Object, n)
+	for i, l := range leases {
+		fl := b.fencedLease(ns, l, d)
+		fl.Spec.Standby = fencingv1.StandbyWarm
+		fls[i] = fl
+	}
+	b.createAll(fls)
+	standbys := func(prefix string) []string {
+		pods := names(prefix, n)
+		objs := make([]client.Object, n)
+		for i := range pods {
+			objs[i] = testenv.WarmCandidatePod(ns, pods[i], leases[i])
+		}
+		b.createAll(objs)
+		for i := range pods {
+			b.warm.wait(ns, leases[i], pods[i], objs[i].GetUID())
+		}
+		return pods
+	}
+	awaitWorking := func(pods []string) {
+		deadline := time.Now().Add(5 * time.Minute)
+		for _, p := range pods {
+			for b.warm.startedAt(ns, p).IsZero() {
+				if time.Now().After(deadline) {
+					b.t.Fatalf("standby %s/%s never started working", ns, p)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	current := standbys("w0-")
+	b.await(keyed(ns, leases, current), 10*time.Minute)
+	awaitWorking(current)
+
+	var f failover
+	for r := 1; r <= runs; r++ {
+		next := standbys(fmt.Sprintf("w%d-", r))
+		time.Sleep(2 * time.Second) // the operator has them in its cache, each waiter its watch
+		if r == 1 {
+			const window = 20 * time.Second
+			gets, watches := b.warm.gets.Load(), b.warm.watches.Load()
+			time.Sleep(window)
+			b.add(fmt.Sprintf("Warm standby waiting for its grant: requests per waiter per minute (%d waiting, lease %v)", n, d),
+				fmt.Sprintf("%.3f reads, %.3f watches opened; 1 watch held open each",
+					per(int(b.warm.gets.Load()-gets), n)/window.Minutes(), per(int(b.warm.watches.Load()-watches), n)/window.Minutes()),
+				"client-go: see its waiters' row", "")
+		}
+		for _, h := range current {
+			b.warm.stop(ns, h)
+		}
+		ts := b.await(keyed(ns, leases, next), 10*time.Minute)
+		f.add(ts)
+		awaitWorking(next)
+		for _, t := range ts {
+			f.work = append(f.work, b.warm.startedAt(ns, t.to).Sub(t.lastRenew.Add(t.duration)))
+		}
+		current = next
+	}
+	for _, h := range current {
+		b.warm.stop(ns, h)
+	}
+	return f
+}
+
+// failoverToWork compares, at n holders stopping at once, when work resumes: Warm
+// standbys, Cold ones (best case: no pod start), and client-go's OnStartedLeading.
+func (b *bench) failoverToWork(n int, t timings, runs int) {
+	warm := b.warmFailover(n, t.lease, runs)
+	cold := b.operatorFailover(n, t.lease, runs)
+	cg := b.clientgoFailover(n, t, runs)
+	what := fmt.Sprintf("failover to work, %d at once: old lease's end → next holder's work begins (lease %v; client-go %v)", n, t.lease, t)
+	b.add(what+", Warm (hold/StartWhenGranted returns)", warm.work.summary(), cg.work.summary(),
+		ratio(warm.work.quantile(0.99), cg.work.quantile(0.99))+" at p99")
+	b.add(what+", Cold, best case (first renewal, no pod start; a kubelet adds scheduling, image pull, container start)",
+		cold.work.summary(), cg.work.summary(), ratio(cold.work.quantile(0.99), cg.work.quantile(0.99))+" at p99")
 }
 
 // steadyState counts the operator's requests while n holders renew and n pods wait.
@@ -159,6 +251,14 @@ func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
 		}
 		ts := b.await(want, 10*time.Minute)
 		f.add(ts)
+		started := map[string]time.Time{}
+		for _, w := range waiters {
+			<-w.started
+			started[w.identity] = w.startedAt
+		}
+		for _, t := range ts {
+			f.work = append(f.work, started[t.to].Sub(t.lastRenew.Add(t.duration)))
+		}
 		req := b.requestsOf(waiterUser, ns, stoppedAt, latest(ts).Add(time.Second))
 		f.writesPer = append(f.writesPer, float64(req.writes())/float64(n))
 		leaders = waiters

@@ -42,6 +42,7 @@ type bench struct {
 	audit                     string
 	leases                    *leaseWatch
 	holders                   *holders
+	warm                      *warmWaiters
 	rows                      []row
 }
 
@@ -85,6 +86,7 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	observer := b.userClient("observer")
 	b.leases = watchLeases(ctx, observer)
 	b.holders = runHolders(ctx, b.userConfig("holders"))
+	b.warm = runWarmWaiters(ctx, b.userConfig("warm-waiters"))
 	// The operator's Go runtime keeps its memory under the limit the Deployment gives it.
 	if *memLimit != "" {
 		limit := resource.MustParse(*memLimit)

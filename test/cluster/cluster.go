@@ -38,6 +38,9 @@ const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 const (
 	StartAfterAnnotation    = "test.fencedlease.io/start-after"
 	CompleteAfterAnnotation = "test.fencedlease.io/complete-after"
+	// WaitingReasonAnnotation makes a bound pod's containers wait for good with this
+	// reason (ImagePullBackOff, CrashLoopBackOff, ...) instead of running.
+	WaitingReasonAnnotation = "test.fencedlease.io/waiting-reason"
 )
 
 // Controllers are the controller-manager's controllers a workload needs.
@@ -45,7 +48,7 @@ var Controllers = []string{
 	"job-controller", "cronjob-controller", "deployment-controller", "replicaset-controller",
 	"statefulset-controller", "garbage-collector-controller", "node-lifecycle-controller",
 	"taint-eviction-controller", "namespace-controller", "pod-garbage-collector-controller",
-	"serviceaccount-controller", "disruption-controller",
+	"serviceaccount-controller", "disruption-controller", "endpointslice-controller",
 }
 
 // Options shape a cluster.
@@ -136,7 +139,7 @@ func Start(o Options) (c *Cluster, err error) {
 		if err := c.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Annotations: map[string]string{KwokNodeAnnotation: "fake"},
 			Labels: map[string]string{"kubernetes.io/hostname": name, "type": "kwok"},
-		}}); err != nil {
+		}, Spec: corev1.NodeSpec{PodCIDR: fmt.Sprintf("10.244.%d.0/24", i)}}); err != nil { // kwok takes pod IPs from it
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, name)
@@ -262,7 +265,7 @@ func (c *Cluster) Stop() error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 && !c.keepLogs {
+	if len(errs) == 0 && !c.keepLogs && os.Getenv("FENCEDLEASE_KEEP_CLUSTER_LOGS") == "" {
 		_ = os.RemoveAll(c.dir)
 	}
 	return errors.Join(errs...)

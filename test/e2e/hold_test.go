@@ -88,6 +88,14 @@ func TestHold(t *testing.T) {
 // with the given lease, and candidate pods a and b (a is granted first).
 func candidates(t *testing.T, c client.Client, cfg *rest.Config, ns string, leaseSeconds int32) {
 	t.Helper()
+	candidatesOf(t, c, cfg, ns, fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds}, testenv.CandidatePod)
+}
+
+// candidatesOf is candidates with FencedLease spec and pods as pod builds them; it returns
+// the pods as created.
+func candidatesOf(t *testing.T, c client.Client, cfg *rest.Config, ns string, spec fencingv1.FencedLeaseSpec,
+	pod func(ns, name, lease string) *corev1.Pod) map[string]*corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -97,15 +105,18 @@ func candidates(t *testing.T, c client.Client, cfg *rest.Config, ns string, leas
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = op.Stop() })
-	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
-		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds}}); err != nil {
+	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"}, Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"a", "b"} {
-		if err := c.Create(ctx, testenv.CandidatePod(ns, p, "invoices")); err != nil {
+	pods := map[string]*corev1.Pod{}
+	for _, name := range []string{"a", "b"} {
+		p := pod(ns, name, "invoices")
+		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
+		pods[name] = p
 	}
+	return pods
 }
 
 // holdCommand is `fencedlease-agent hold -- command` for pod's grant of ns's "invoices", as a

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fencedlease/fencedlease/controllers/admissioncheck"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -132,8 +133,8 @@ func TestLocalRun(t *testing.T) {
 	}
 
 	// The operator checked at start that its policies are installed and name it.
-	if out := stderr.String(); strings.Count(out, "admission policy in place") != 4 || strings.Contains(out, "NOT in place") {
-		t.Errorf("the start-up check did not find the four policies in place:\n%s", out)
+	if out := stderr.String(); strings.Count(out, "admission policy in place") != len(admissioncheck.Policies) || strings.Contains(out, "NOT in place") {
+		t.Errorf("the start-up check did not find the %d policies in place:\n%s", len(admissioncheck.Policies), out)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {

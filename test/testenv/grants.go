@@ -22,8 +22,9 @@ import (
 
 // GrantWatcher is the oracle every spec that grants runs: it follows a namespace's pods
 // as they change and records a violation whenever two pods are marked Holding at once,
-// or a pod becomes Holding with a token not above every token before it. A pod Draining
-// (asked to hand off) still holds its grant and counts as Holding.
+// or a pod becomes Holding with a token not above every token before it, or two pods
+// carry the holder label at once, or a pod carries it without being marked Holding. A
+// pod Draining (asked to hand off) still holds its grant and counts as Holding.
 //
 // It cannot go blind: a watch that ends (an API-server restart, a timeout) is resumed
 // from the last resourceVersion seen within 50 ms, as the chaos recorder does; one too
@@ -38,6 +39,7 @@ type GrantWatcher struct {
 
 	mu         sync.Mutex
 	holding    map[string]int64 // pod name → token
+	labeled    map[string]bool  // pods with the holder label
 	tokens     []int64
 	violations []string
 	watching   bool // a watch is open now
@@ -51,7 +53,7 @@ type GrantWatcher struct {
 
 // WatchGrants starts watching the pods of ns.
 func WatchGrants(ctx context.Context, c client.WithWatch, ns string) (*GrantWatcher, error) {
-	gw := &GrantWatcher{c: c, ns: ns, done: make(chan struct{}), holding: map[string]int64{}}
+	gw := &GrantWatcher{c: c, ns: ns, done: make(chan struct{}), holding: map[string]int64{}, labeled: map[string]bool{}}
 	gw.ctx, gw.cancel = context.WithCancel(ctx)
 	w, err := c.Watch(gw.ctx, &corev1.PodList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{AllowWatchBookmarks: true}})
 	if err != nil {
@@ -141,6 +143,11 @@ func (gw *GrantWatcher) relisted(pods []corev1.Pod) {
 			delete(gw.holding, name)
 		}
 	}
+	for name := range gw.labeled {
+		if !listed[name] {
+			delete(gw.labeled, name)
+		}
+	}
 	gw.mu.Unlock()
 	for i := range pods {
 		gw.judge(&pods[i], false)
@@ -152,6 +159,7 @@ func (gw *GrantWatcher) judge(p *corev1.Pod, deleted bool) {
 	gw.mu.Lock()
 	defer gw.mu.Unlock()
 	_, was := gw.holding[p.Name]
+	gw.judgeLabel(p, deleted)
 	if deleted || !holds(p) {
 		delete(gw.holding, p.Name)
 		return
@@ -170,6 +178,26 @@ func (gw *GrantWatcher) judge(p *corev1.Pod, deleted bool) {
 			gw.violations = append(gw.violations, fmt.Sprintf("pod %s became Holding with token %d after token %d", p.Name, token, gw.tokens[n-1]))
 		}
 		gw.tokens = append(gw.tokens, token)
+	}
+}
+
+// judgeLabel checks the holder label: on one pod at most, on every Holding pod and only
+// on one (the operator sets and removes it in the writes that mark the pod).
+func (gw *GrantWatcher) judgeLabel(p *corev1.Pod, deleted bool) {
+	if _, has := p.Labels[fencingv1.HolderLabel]; deleted || !has {
+		delete(gw.labeled, p.Name)
+		if !deleted && holds(p) {
+			gw.violations = append(gw.violations, fmt.Sprintf("pod %s is marked Holding without the label %s", p.Name, fencingv1.HolderLabel))
+		}
+		return
+	}
+	gw.labeled[p.Name] = true
+	if len(gw.labeled) > 1 {
+		gw.violations = append(gw.violations, fmt.Sprintf("two pods labeled %s at once: %v", fencingv1.HolderLabel, gw.labeled))
+	}
+	if !holds(p) {
+		gw.violations = append(gw.violations, fmt.Sprintf("pod %s is labeled %s but marked %q", p.Name, fencingv1.HolderLabel,
+			p.Annotations[fencingv1.StateAnnotation]))
 	}
 }
 

@@ -23,3 +23,12 @@ func CandidatePod(ns, name, lease string) *corev1.Pod {
 		},
 	}
 }
+
+// WarmCandidatePod is a pod as the webhook leaves a candidate of a Warm FencedLease:
+// labeled, state Waiting, standby Warm, no gate.
+func WarmCandidatePod(ns, name, lease string) *corev1.Pod {
+	p := CandidatePod(ns, name, lease)
+	p.Spec.SchedulingGates = nil
+	p.Annotations[fencingv1.StandbyAnnotation] = string(fencingv1.StandbyWarm)
+	return p
+}

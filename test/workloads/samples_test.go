@@ -37,6 +37,39 @@ func applySamples(ns string, files ...string) {
 	}
 }
 
+var _ = Describe("The Warm sample, applied as it is (issue 21, item 7)", func() {
+	It("deployment_warm.yaml: three running replicas, one holds, the Service reaches it alone, and the rollout completes", func() {
+		ns, grants := newWatchedNamespace()
+		applySamples(ns, "holder_rbac.yaml", "deployment_warm.yaml")
+		startWarmHolders(ns) // what the agents do, on kwok
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "leader"}, d)).To(Succeed())
+		expectDeploymentComplete(d, 3)
+		var first string
+		Eventually(func(g Gomega) {
+			h := holderOf(g, ns, "leader")
+			g.Expect(h.FirstRenewTime).NotTo(BeNil())
+			first = h.PodName
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		expectEndpointsOf(ns, "leader", first)
+
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		d.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
+		Expect(k8s.Update(ctx, d)).To(Succeed())
+		expectDeploymentComplete(d, 3)
+		var next string
+		Eventually(func(g Gomega) {
+			h := holderOf(g, ns, "leader")
+			g.Expect(h.Token).To(BeEquivalentTo(2))
+			g.Expect(h.FirstRenewTime).NotTo(BeNil())
+			g.Expect(get(g, ns, h.PodName).Spec.Containers[0].Image).To(Equal("busybox:1.37"))
+			next = h.PodName
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		expectEndpointsOf(ns, "leader", next)
+		Expect(grants.Tokens()).To(Equal([]int64{1, 2}))
+	})
+})
+
 func holderOf(g Gomega, ns, lease string) *fencingv1.Holder {
 	fl := &fencingv1.FencedLease{}
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: lease}, fl)).To(Succeed())
