@@ -62,6 +62,19 @@ type FencedLeaseSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	HandoffGracePeriodSeconds int32 `json:"handoffGracePeriodSeconds,omitempty"`
+	// RevocationDelaySeconds is a lock-delay: after an involuntary revocation (the lease
+	// expired or the startup deadline passed, a hand-off timed out, a revoke was requested
+	// or the label removed — never a release) the next grant waits this long, so a paused
+	// or partitioned holder's late writes to a resource that cannot check tokens have a
+	// window to drain before anyone else starts. It is frozen into each revocation
+	// (status.lastRevocation.delaySeconds): a change applies from the next revocation on.
+	// 0, the default, grants at once. A pod that could not start (PodCannotStart) never
+	// ran, and waits for nothing.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	RevocationDelaySeconds int32 `json:"revocationDelaySeconds,omitempty"`
+
 	// RevocationPolicy is applied to a holder whose lease expired.
 	// +optional
 	// +kubebuilder:default=DeletePod
@@ -189,6 +202,20 @@ type Revocation struct {
 	// Time is when the controller revoked the grant.
 	// +required
 	Time metav1.MicroTime `json:"time"`
+
+	// DelaySeconds is the lock-delay frozen into this revocation (spec.revocationDelaySeconds
+	// when it was made, for an involuntary one): no grant is made until it has passed, on
+	// the controller's clock from when it revoked or, for a controller that took over
+	// since, from its first look. 0: none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	DelaySeconds int32 `json:"delaySeconds,omitempty"`
+
+	// NextGrantTime is Time plus DelaySeconds, for people: the earliest next grant. A
+	// controller that took over since may wait longer (see DelaySeconds).
+	// +optional
+	NextGrantTime *metav1.MicroTime `json:"nextGrantTime,omitempty"`
 }
 
 // RevocationReason says why a grant was revoked.
@@ -300,6 +327,9 @@ const (
 	ReasonLeaseConflict = "LeaseConflict"
 	// ReasonTokensExhausted: the highest token is the int64 limit; no token is left to grant.
 	ReasonTokensExhausted = "TokensExhausted"
+	// ReasonRevocationDelayed: pods wait, and the next grant waits out the lock-delay of
+	// the last revocation (status.lastRevocation.delaySeconds, nextGrantTime).
+	ReasonRevocationDelayed = "RevocationDelayed"
 
 	// ConditionReady is True while the FencedLease works as its spec asks: a pod holds the
 	// grant and has renewed, or nobody is waiting, or it is suspended. It is False, with

@@ -209,6 +209,10 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 			}
 		}
 	}
+	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {
+		// A lock-delay this process did not begin (it took over since) counts from now.
+		w.delaySince = r.tracker.delayStarted(client.ObjectKeyFromObject(fl), rv.PodUID, rv.Token, w.now)
+	}
 	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved && findPod(w.pods, rv.PodUID) == nil {
 		// Finish marking (and deleting) a pod revoked for losing its label: one uncached
 		// read a reconcile, until the next revocation.
@@ -355,6 +359,9 @@ func (r *Reconciler) statusWritten(fl *fencingv1.FencedLease, d decision) {
 	}
 	if h := d.status.Holder; h != nil && d.asked() {
 		r.tracker.handoffAsked(key, h.PodUID, h.Token, d.now)
+	}
+	if rv := d.revoked(); rv != nil && rv.DelaySeconds > 0 {
+		r.tracker.delayStarted(key, rv.PodUID, rv.Token, d.now) // X8 counts from the revocation
 	}
 }
 

@@ -36,6 +36,9 @@ type world struct {
 	successor *corev1.Pod
 	// handoffSince is when this process first saw the holder asked to hand off.
 	handoffSince time.Time
+	// delaySince is when this process began the lock-delay of status.lastRevocation
+	// (zero when it has none).
+	delaySince time.Time
 	// now is the controller's clock, read before the Lease; it carries a monotonic
 	// reading in production.
 	now time.Time
@@ -110,7 +113,7 @@ func decide(w world) decision {
 	}
 	if d.foreignLease = in.state == leaserecord.StateForeign; d.foreignLease {
 		// Not ours: adopt nothing, grant nothing, and leave the Lease alone (A3).
-		setHeldCondition(st, fl, w.lease.Name)
+		setHeldCondition(st, fl, w.lease.Name, false)
 		setReadyCondition(st, fl)
 		// The cache holds labeled Leases only, so the foreign one's deletion brings no
 		// event: look again soon.
@@ -125,7 +128,10 @@ func decide(w world) decision {
 		ended = t.holder.PodUID
 	}
 	waiting := candidates(w.pods, st, ended)
-	if t, ok := grantRule(w, st, waiting); ok {
+	delayLeft := revocationDelayLeft(w, st, d.revoked())
+	if delayLeft > 0 && st.Holder == nil {
+		d.requeueAfter = delayLeft // G1 waits out the lock-delay (X8)
+	} else if t, ok := grantRule(w, st, waiting); ok {
 		d.grant = &t
 		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == t.holder.PodUID })
 		st.FencingToken = t.holder.Token
@@ -134,7 +140,7 @@ func decide(w world) decision {
 		d.requeueAfter = t.requeueAfter
 	}
 	st.Waiting = int32(len(waiting))
-	setHeldCondition(st, fl, "")
+	setHeldCondition(st, fl, "", delayLeft > 0)
 	setReadyCondition(st, fl)
 	d.recordLastRenewal(w)
 	return d
@@ -151,6 +157,10 @@ func (d *decision) apply(in *input) {
 		h := st.Holder
 		st.LastRevocation = &fencingv1.Revocation{PodName: h.PodName, PodUID: h.PodUID, Token: h.Token,
 			Reason: t.revocation, Message: truncate(t.message, 1024), Time: *microTime(in.now)}
+		if delay := revocationDelay(in.fl, t.revocation); delay > 0 {
+			st.LastRevocation.DelaySeconds = delay
+			st.LastRevocation.NextGrantTime = microTime(in.now.Add(time.Duration(delay) * time.Second))
+		}
 		st.Revocations++
 		st.Holder = nil
 	case release:
@@ -315,6 +325,32 @@ func grantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration
 func microTime(t time.Time) *metav1.MicroTime {
 	m := metav1.NewMicroTime(t.Round(0).Truncate(time.Microsecond))
 	return &m
+}
+
+// revocationDelay is the lock-delay a revocation for reason made now gets: the spec's,
+// for an involuntary one — the holder may still be acting — and none for a pod that never
+// started, or a FencedLease going away.
+func revocationDelay(fl *fencingv1.FencedLease, reason fencingv1.RevocationReason) int32 {
+	switch reason {
+	case fencingv1.ReasonPodCannotStart, fencingv1.ReasonFencedLeaseDeleted:
+		return 0
+	}
+	return fl.Spec.RevocationDelaySeconds
+}
+
+// revocationDelayLeft is what remains of the lock-delay of the last revocation in st (X8):
+// from when this process revoked, or — a process that took over since — from its first
+// look, on its own clock; decidedNow is a revocation this very decision made.
+func revocationDelayLeft(w world, st *fencingv1.FencedLeaseStatus, decidedNow *fencingv1.Revocation) time.Duration {
+	rv := st.LastRevocation
+	if rv == nil || rv.DelaySeconds <= 0 {
+		return 0
+	}
+	since := w.delaySince
+	if decidedNow != nil || since.IsZero() {
+		since = w.now
+	}
+	return since.Add(time.Duration(rv.DelaySeconds) * time.Second).Sub(w.now)
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.

@@ -89,6 +89,13 @@
 //	    PodCannotStart, with what the pod reported as the message, by X3–X6 (deleted
 //	    whatever the policy: it never ran). ErrImagePull and ContainerCreating are a start
 //	    in progress. A Warm candidate that already reports such a reason is never granted.
+//	X8. Lock-delay (revocationDelay, revocationDelayLeft): an involuntary revocation
+//	    (LeaseExpired, StartupDeadlineExceeded, HandoffTimeout, RevokeRequested,
+//	    LabelRemoved) freezes spec.revocationDelaySeconds into status.lastRevocation
+//	    (delaySeconds, nextGrantTime), and G1 waits until it has passed: on this process's
+//	    clock from when it revoked, or — a process that took over since — from its first
+//	    look (tracker: delays). Held=False, RevocationDelayed meanwhile. A release, a
+//	    PodCannotStart (it never ran) and a deleted FencedLease get none.
 //
 // Cut-off (cutOffRunsOutRule) — refuse renewals first, revoke when the lease has run out:
 //

@@ -3,6 +3,7 @@ package fencedlease
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,8 +12,9 @@ import (
 )
 
 // setHeldCondition says whether a pod holds the grant and, when none does, why.
-// foreignLease names a Lease of the FencedLease's name that the operator did not create.
-func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, foreignLease string) {
+// foreignLease names a Lease of the FencedLease's name that the operator did not create;
+// delayed says the next grant waits out the last revocation's lock-delay.
+func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, foreignLease string, delayed bool) {
 	c := metav1.Condition{Type: fencingv1.ConditionHeld, ObservedGeneration: fl.Generation}
 	switch {
 	case foreignLease != "":
@@ -36,6 +38,14 @@ func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease
 		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonTokensExhausted
 		c.Message = fmt.Sprintf("the highest fencing token is %d, the int64 limit: no token is left to grant; "+
 			"use a FencedLease of another name", st.FencingToken)
+	case delayed && st.Waiting > 0:
+		rv := st.LastRevocation
+		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonRevocationDelayed
+		c.Message = fmt.Sprintf("%d pod(s) waiting; the next grant waits %ds after the revocation of token %d (%s), "+
+			"so the revoked holder's late writes can drain", st.Waiting, rv.DelaySeconds, rv.Token, rv.Reason)
+		if rv.NextGrantTime != nil {
+			c.Message += ": not before " + rv.NextGrantTime.UTC().Format(time.RFC3339)
+		}
 	case fl.Spec.Suspend:
 		c.Status, c.Reason = metav1.ConditionFalse, fencingv1.ReasonSuspended
 		c.Message = fmt.Sprintf("spec.suspend is true; %d pod(s) waiting", st.Waiting)

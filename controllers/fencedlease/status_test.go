@@ -49,7 +49,7 @@ func TestSetHeldCondition(t *testing.T) {
 				fl.DeletionTimestamp = ptr.To(metav1.Now())
 			}
 			st := &fencingv1.FencedLeaseStatus{Holder: tc.holder, Waiting: 2, FencingToken: tc.token}
-			setHeldCondition(st, fl, tc.foreign)
+			setHeldCondition(st, fl, tc.foreign, false)
 			c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld)
 			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message || c.ObservedGeneration != 1 {
 				t.Fatalf("got %+v", c)
@@ -93,7 +93,7 @@ func TestSetReadyCondition(t *testing.T) {
 				fl.DeletionTimestamp = ptr.To(metav1.Now())
 			}
 			st := &fencingv1.FencedLeaseStatus{Holder: tc.holder, Waiting: tc.waiting, FencingToken: tc.token}
-			setHeldCondition(st, fl, tc.foreign)
+			setHeldCondition(st, fl, tc.foreign, false)
 			setReadyCondition(st, fl)
 			c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady)
 			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 1 {

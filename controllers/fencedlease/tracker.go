@@ -19,6 +19,16 @@ type renewalTracker struct {
 
 	mu   sync.Mutex
 	seen map[types.NamespacedName]renewal
+	// delays remembers, per FencedLease, when this process began the lock-delay of its
+	// last revocation.
+	delays map[types.NamespacedName]delayStart
+}
+
+// delayStart is when the lock-delay after revocation (uid, token) began on this clock.
+type delayStart struct {
+	uid   types.UID
+	token int64
+	since time.Time
 }
 
 type renewal struct {
@@ -58,7 +68,7 @@ type pendingRevocation struct {
 }
 
 func newRenewalTracker(c clock.PassiveClock) *renewalTracker {
-	return &renewalTracker{clock: c, seen: map[types.NamespacedName]renewal{}}
+	return &renewalTracker{clock: c, seen: map[types.NamespacedName]renewal{}, delays: map[types.NamespacedName]delayStart{}}
 }
 
 // observe returns when this process last saw a renewal of grant (uid, token). A
@@ -142,9 +152,23 @@ func (t *renewalTracker) rememberNewerRevision(key types.NamespacedName, uid typ
 	}
 }
 
+// delayStarted records that the lock-delay after revocation (uid, token) began at at (a
+// reading of this clock: when this process revoked, or first saw the revocation), unless
+// it already had, and returns when it began.
+func (t *renewalTracker) delayStarted(key types.NamespacedName, uid types.UID, token int64, at time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d, ok := t.delays[key]; ok && d.uid == uid && d.token == token {
+		return d.since
+	}
+	t.delays[key] = delayStart{uid: uid, token: token, since: at}
+	return at
+}
+
 // forget drops what is known of a FencedLease that is gone.
 func (t *renewalTracker) forget(key types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.seen, key)
+	delete(t.delays, key)
 }
