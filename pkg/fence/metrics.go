@@ -17,7 +17,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) count(resource string, accepted bool) {
+// Count counts one write to resource checked against a token: accepted, or refused as
+// stale. The fences in this module call it; a fence of your own may too.
+func (m *Metrics) Count(resource string, accepted bool) {
 	if m == nil {
 		return
 	}

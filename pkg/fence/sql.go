@@ -81,7 +81,7 @@ func (f *SQL) Accept(ctx context.Context, tx *sql.Tx, resource string, token int
 		RETURNING token`, resource, token).Scan(&stored)
 	switch {
 	case err == nil:
-		f.Metrics.count(resource, true)
+		f.Metrics.Count(resource, true)
 		return nil
 	case !errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("fence: recording token for %q: %w", resource, err)
@@ -89,6 +89,6 @@ func (f *SQL) Accept(ctx context.Context, tx *sql.Tx, resource string, token int
 	if err := tx.QueryRowContext(ctx, `SELECT token FROM `+t+` WHERE resource = `+p1, resource).Scan(&stored); err != nil {
 		return fmt.Errorf("fence: reading token for %q: %w", resource, err)
 	}
-	f.Metrics.count(resource, false)
+	f.Metrics.Count(resource, false)
 	return &StaleTokenError{Resource: resource, Offered: token, Stored: stored}
 }

@@ -47,11 +47,11 @@ func (s *MemoryStore) Do(ctx context.Context, resource string, token int64, fn f
 	defer func() { <-slot.turn }()
 	// highest is only touched while holding the turn.
 	if token < slot.highest {
-		s.Metrics.count(resource, false)
+		s.Metrics.Count(resource, false)
 		return &StaleTokenError{Resource: resource, Offered: token, Stored: slot.highest}
 	}
 	slot.highest = token
-	s.Metrics.count(resource, true)
+	s.Metrics.Count(resource, true)
 	return fn(ctx)
 }
 
