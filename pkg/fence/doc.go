@@ -4,14 +4,17 @@
 //
 // # Guarantees
 //
-//   - SQL (PostgreSQL, SQLite): Accept runs inside the caller's transaction, so the token
+//   - SQL (PostgreSQL, SQLite, MySQL/MariaDB): Accept runs inside the caller's transaction, so the token
 //     check and the business write commit or roll back together. A token lower than the
 //     stored one gets a *StaleTokenError (errors.Is(err, ErrStaleToken)); an equal token is
 //     accepted (retries within one generation); a higher one raises the stored token.
 //     Concurrent transactions on one resource are serialized by the row lock the upsert
-//     takes (PostgreSQL, at any isolation level from READ COMMITTED up) or by SQLite's
-//     single writer: the stored token never goes down and no write with a lower token
-//     ever commits.
+//     takes (PostgreSQL and InnoDB, at any isolation level from READ COMMITTED up) or by
+//     SQLite's single writer: the stored token never goes down and no write with a lower
+//     token ever commits.
+//   - etcd (package etcdfence) and Redis (package redisfence): the check and the caller's
+//     operations in one transaction of that store; see their docs for what each store
+//     cannot promise (Redis loses a token on a restart without the AOF, or a failover).
 //   - Kubernetes objects: the ValidatingAdmissionPolicy in config/fence rejects an update of
 //     an object labeled fencing.fencedlease.io/fenced=true, through the object or any
 //     subresource, whose token annotation is lower than the one it carries; Stamp sets the

@@ -17,6 +17,9 @@ const (
 	// SQLite: SQLite 3.35 or later, e.g. modernc.org/sqlite. Open it with a busy timeout
 	// and immediate transactions (_txlock=immediate) so writers queue instead of failing.
 	SQLite
+	// MySQL: MySQL 8 or MariaDB 10.5 or later with InnoDB, through
+	// github.com/go-sql-driver/mysql. Any isolation level from READ COMMITTED up.
+	MySQL
 )
 
 // DefaultTable holds one row per fenced resource: its highest accepted token.
@@ -50,8 +53,12 @@ func (f *SQL) CreateTable(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
+	key := "TEXT"
+	if f.Dialect == MySQL {
+		key = "VARCHAR(255)" // an index on TEXT needs a length
+	}
 	_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+t+` (
-		resource TEXT PRIMARY KEY,
+		resource `+key+` PRIMARY KEY,
 		token BIGINT NOT NULL CHECK (token >= 0)
 	)`)
 	return err
@@ -67,6 +74,9 @@ func (f *SQL) Accept(ctx context.Context, tx *sql.Tx, resource string, token int
 	t, err := f.table()
 	if err != nil {
 		return err
+	}
+	if f.Dialect == MySQL {
+		return f.acceptMySQL(ctx, tx, t, resource, token)
 	}
 	p1, p2 := "$1", "$2"
 	if f.Dialect == SQLite {
@@ -88,6 +98,29 @@ func (f *SQL) Accept(ctx context.Context, tx *sql.Tx, resource string, token int
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT token FROM `+t+` WHERE resource = `+p1, resource).Scan(&stored); err != nil {
 		return fmt.Errorf("fence: reading token for %q: %w", resource, err)
+	}
+	f.Metrics.Count(resource, false)
+	return &StaleTokenError{Resource: resource, Offered: token, Stored: stored}
+}
+
+// acceptMySQL is Accept in MySQL's dialect, which has no RETURNING: the upsert keeps the
+// larger token and locks the row (InnoDB locks the duplicate key it updates, even when
+// the value stays), so the locking read that follows sees the row as this transaction
+// left it, and no other writer can change it before commit.
+func (f *SQL) acceptMySQL(ctx context.Context, tx *sql.Tx, t, resource string, token int64) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+t+` (resource, token) VALUES (?, ?)
+		ON DUPLICATE KEY UPDATE token = IF(token <= VALUES(token), VALUES(token), token)`, resource, token); err != nil {
+		return fmt.Errorf("fence: recording token for %q: %w", resource, err)
+	}
+	var stored int64
+	// FOR UPDATE: a locking read sees the latest version; a plain one could see the
+	// snapshot of an earlier read in this transaction, older than the row now is.
+	if err := tx.QueryRowContext(ctx, `SELECT token FROM `+t+` WHERE resource = ? FOR UPDATE`, resource).Scan(&stored); err != nil {
+		return fmt.Errorf("fence: reading token for %q: %w", resource, err)
+	}
+	if stored == token {
+		f.Metrics.Count(resource, true)
+		return nil
 	}
 	f.Metrics.Count(resource, false)
 	return &StaleTokenError{Resource: resource, Offered: token, Stored: stored}

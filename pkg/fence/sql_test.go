@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/prometheus/client_golang/prometheus"
 	_ "modernc.org/sqlite"
@@ -37,6 +39,48 @@ func openSQLite(t *testing.T) *sql.DB {
 	return db
 }
 
+// openMariaDB starts a MariaDB server, creates database fence and opens it.
+func openMariaDB(t *testing.T) *sql.DB {
+	db, _ := startMariaDB(t)
+	return db
+}
+
+func startMariaDB(t *testing.T) (*sql.DB, *testenv.MariaDB) {
+	t.Helper()
+	m := testenv.StartMariaDB(t)
+	admin, err := sql.Open("mysql", m.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	waitSQL(t, admin)
+	if _, err := admin.Exec("CREATE DATABASE IF NOT EXISTS fence"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("mysql", m.DSN("fence"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, m
+}
+
+// waitSQL waits until db answers.
+func waitSQL(t *testing.T, db *sql.DB) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database does not answer: %v", err)
+		}
+	}
+}
+
 func TestSQL(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -46,6 +90,7 @@ func TestSQL(t *testing.T) {
 	}{
 		{"PostgreSQL", fence.Postgres, openPostgres, "BIGSERIAL PRIMARY KEY"},
 		{"SQLite", fence.SQLite, openSQLite, "INTEGER PRIMARY KEY AUTOINCREMENT"},
+		{"MariaDB", fence.MySQL, openMariaDB, "BIGINT AUTO_INCREMENT PRIMARY KEY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := tc.open(t)
@@ -138,8 +183,11 @@ func concurrent(t *testing.T, db *sql.DB, d fence.Dialect, serial string) {
 		t.Fatal(err)
 	}
 	insert := "INSERT INTO runs (writer, n, token) VALUES ($1, $2, $3)"
-	if d == fence.SQLite {
+	switch d {
+	case fence.SQLite:
 		insert = "INSERT INTO runs (writer, n, token) VALUES (?1, ?2, ?3)"
+	case fence.MySQL:
+		insert = "INSERT INTO runs (writer, n, token) VALUES (?, ?, ?)"
 	}
 	const writers, each = 8, 40
 	var mu sync.Mutex
@@ -236,4 +284,101 @@ func counter(reg *prometheus.Registry, resource, result string) float64 {
 		}
 	}
 	return 0
+}
+
+// The seed's story against MariaDB, across a paused and a crashed server: token 1 writes,
+// token 2 writes, token 1's late write is refused and its business row rolled back.
+func TestSQLOnMariaDBAcrossAPauseAndACrash(t *testing.T) {
+	db, m := startMariaDB(t)
+	ctx := context.Background()
+	f := &fence.SQL{Dialect: fence.MySQL}
+	if err := f.CreateTable(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE reports (token BIGINT NOT NULL, body TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	write := func(ctx context.Context, token int64) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := f.Accept(ctx, tx, "reports", token); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reports (token, body) VALUES (?, ?)`, token, fmt.Sprint("from token ", token)); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	rows := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM reports`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, token := range []int64{1, 2} {
+		if err := write(ctx, token); err != nil {
+			t.Fatalf("token %d: %v", token, err)
+		}
+	}
+	if err := write(ctx, 1); !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("token 1 after 2: %v, want ErrStaleToken", err)
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("%d report rows, want 2: the refused write's row must roll back", n)
+	}
+
+	m.Pause()
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	err := write(short, 3)
+	cancel()
+	m.Resume()
+	if err == nil || errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("a write to a paused server: %v, want a plain error", err)
+	}
+	waitSQL(t, db)
+
+	m.Restart()
+	waitSQL(t, db)
+	if err := write(ctx, 1); !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("token 1 after a crash and restart: %v, want ErrStaleToken", err)
+	}
+	if err := write(ctx, 4); err != nil {
+		t.Fatalf("token 4 after the restart: %v", err)
+	}
+}
+
+// A transaction that read the token table before Accept (a snapshot, under MariaDB's
+// REPEATABLE READ) still sees the latest token: Accept's read locks and reads current.
+func TestSQLOnMariaDBIgnoresAnEarlierSnapshot(t *testing.T) {
+	db := openMariaDB(t)
+	ctx := context.Background()
+	f := &fence.SQL{Dialect: fence.MySQL}
+	if err := f.CreateTable(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	accept := func(tx *sql.Tx, token int64) error { return f.Accept(ctx, tx, "r", token) }
+	tx, _ := db.BeginTx(ctx, nil)
+	if err := accept(tx, 3); err != nil {
+		t.Fatal(err)
+	}
+	_ = tx.Commit()
+
+	old, _ := db.BeginTx(ctx, nil) // the paused holder's transaction: its snapshot shows 3
+	defer old.Rollback()
+	var seen int64
+	if err := old.QueryRowContext(ctx, `SELECT token FROM fencing_tokens WHERE resource = 'r'`).Scan(&seen); err != nil || seen != 3 {
+		t.Fatalf("snapshot read %d, %v", seen, err)
+	}
+	newer, _ := db.BeginTx(ctx, nil) // its successor commits 5 meanwhile
+	if err := accept(newer, 5); err != nil {
+		t.Fatal(err)
+	}
+	_ = newer.Commit()
+	if err := accept(old, 3); !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("token 3 after 5 committed, in a transaction whose snapshot shows 3: %v, want ErrStaleToken", err)
+	}
 }
