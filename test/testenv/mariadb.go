@@ -9,21 +9,18 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // MariaDB is a throwaway MariaDB server (Debian's mariadb-server; .ci/run installs it) in
 // a temp folder on a loopback port, without grant tables (any user may connect). Pause,
-// Resume and Restart act on the process; its data survives a Restart.
+// Resume and Restart act on the process; its data survives a Restart (a crash: InnoDB
+// recovers the committed transactions).
 type MariaDB struct {
-	t    testing.TB
-	dir  string
+	*serverProcess
 	port int
-	cred *syscall.Credential
-	cmd  *exec.Cmd
 }
 
-// StartMariaDB starts one; it stops when the test ends. DSN names its database "fence".
+// StartMariaDB starts one; it stops when the test ends. DSN names a database on it.
 func StartMariaDB(t testing.TB) *MariaDB {
 	t.Helper()
 	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
@@ -34,7 +31,7 @@ func StartMariaDB(t testing.TB) *MariaDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	m := &MariaDB{t: t, dir: dir, port: FreePort(t)}
+	var cred *syscall.Credential
 	if os.Geteuid() == 0 { // mariadbd refuses to run as root
 		u, err := user.Lookup("mysql")
 		if err != nil {
@@ -42,56 +39,30 @@ func StartMariaDB(t testing.TB) *MariaDB {
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		m.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		if err := os.Chown(dir, uid, gid); err != nil {
 			t.Fatal(err)
 		}
 	}
 	install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+filepath.Join(dir, "data"),
 		"--auth-root-authentication-method=normal", "--skip-test-db")
-	install.SysProcAttr = &syscall.SysProcAttr{Credential: m.cred}
+	install.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	m.start()
-	t.Cleanup(m.kill)
+	m := &MariaDB{port: FreePort(t)}
+	m.serverProcess = startProcess(t, filepath.Join(dir, "stderr.log"), func() *exec.Cmd {
+		cmd := exec.Command("mariadbd", "--no-defaults", "--datadir="+filepath.Join(dir, "data"),
+			"--socket="+filepath.Join(dir, "sock"), "--pid-file="+filepath.Join(dir, "pid"),
+			"--port="+strconv.Itoa(m.port), "--bind-address=127.0.0.1", "--skip-grant-tables", "--skip-name-resolve",
+			"--innodb-buffer-pool-size=32M", "--log-error="+filepath.Join(dir, "error.log"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		return cmd
+	})
 	return m
 }
 
-// DSN is a go-sql-driver/mysql DSN for database "fence" (create it with CreateDatabase).
+// DSN is a go-sql-driver/mysql DSN for database db ("" for none).
 func (m *MariaDB) DSN(db string) string {
 	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s?timeout=5s", m.port, db)
-}
-
-func (m *MariaDB) start() {
-	m.t.Helper()
-	m.cmd = exec.Command("mariadbd", "--no-defaults", "--datadir="+filepath.Join(m.dir, "data"),
-		"--socket="+filepath.Join(m.dir, "sock"), "--pid-file="+filepath.Join(m.dir, "pid"),
-		"--port="+strconv.Itoa(m.port), "--bind-address=127.0.0.1", "--skip-grant-tables", "--skip-name-resolve",
-		"--innodb-buffer-pool-size=32M", "--log-error="+filepath.Join(m.dir, "error.log"))
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: m.cred}
-	if err := m.cmd.Start(); err != nil {
-		m.t.Fatal(err)
-	}
-}
-
-// Pause stops the process (SIGSTOP).
-func (m *MariaDB) Pause() { _ = m.cmd.Process.Signal(syscall.SIGSTOP) }
-
-// Resume continues a paused process.
-func (m *MariaDB) Resume() { _ = m.cmd.Process.Signal(syscall.SIGCONT) }
-
-// Restart kills the process (a crash: InnoDB recovers committed transactions) and starts
-// it again on the same data.
-func (m *MariaDB) Restart() {
-	m.t.Helper()
-	m.kill()
-	time.Sleep(200 * time.Millisecond)
-	m.start()
-}
-
-func (m *MariaDB) kill() {
-	_ = m.cmd.Process.Signal(syscall.SIGCONT)
-	_ = m.cmd.Process.Kill()
-	_, _ = m.cmd.Process.Wait()
 }
