@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/pkg/holder"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// TestWarmStandbyAcrossAPIServerRestarts restarts the API server three times within two
+// minutes under the real binary, which a kubelet-like supervisor restarts with a back-off
+// whenever it exits (here: leadership lost while the API server is away). A Warm holder
+// keeps its grant through it all (its lease outlasts each outage; every new leader gives
+// it a whole lease), its Warm standby keeps waiting on its watch — no grant to it, no two
+// holders — and once the holder releases, the standby is granted token 2 and its work
+// begins.
+func TestWarmStandbyAcrossAPIServerRestarts(t *testing.T) {
+	dir := t.TempDir()
+	env, err := testenv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Restartable(env, t.TempDir())
+	cfg, c := testenv.StartEnvT(t, env)
+	apiServer := env.ControlPlane.GetAPIServer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = "warm-outages"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	grants, err := testenv.WatchGrants(ctx, c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 20, StartupDeadlineSeconds: 60, Standby: fencingv1.StandbyWarm}}); err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, name := range []string{"a", "b"} {
+		p := testenv.WarmCandidatePod(ns, name, "invoices")
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		pods[name] = p
+	}
+
+	// The supervisor: restart an exited operator after 2 s, doubling to 16 s (a kubelet's
+	// CrashLoopBackOff shape, 10 s doubling to 5 min, scaled down to fit a test).
+	bin := testenv.BuildOperator(t, dir)
+	var exits atomic.Int32
+	go func() {
+		delay := 2 * time.Second
+		for run := 0; ctx.Err() == nil; run++ {
+			m := testenv.StartManager(t, env, bin, dir, fmt.Sprint("op-", run), testenv.ReplicaFlags...)
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.Done():
+			}
+			exits.Add(1)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, 16*time.Second)
+		}
+	}()
+
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	waiter := func(pod string) holder.Config {
+		return holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: ns, LeaseName: "invoices",
+			Identity: pod, UID: pods[pod].UID}
+	}
+	a, err := holder.StartWhenGranted(ctx, waiter("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type started struct {
+		h  *holder.Holder
+		at time.Time
+	}
+	bStarted := make(chan started, 1)
+	go func() {
+		if h, err := holder.StartWhenGranted(ctx, waiter("b")); err == nil {
+			bStarted <- started{h, time.Now()}
+		}
+	}()
+
+	for i := 1; i <= 3; i++ {
+		time.Sleep(12 * time.Second) // three restarts within two minutes
+		if err := apiServer.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second) // longer than the operator's renew deadline (2 s)
+		if err := apiServer.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("API-server restart %d done; operator exits so far: %d", i, exits.Load())
+	}
+	select {
+	case s := <-bStarted:
+		t.Fatalf("the standby started working (token %d) while the holder held its grant", s.h.Token())
+	default:
+	}
+	if err := a.Err(); err != nil {
+		t.Fatalf("the holder lost its grant across the restarts: %v", err)
+	}
+
+	released := time.Now()
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-bStarted:
+		t.Logf("holder released → standby working with token %d in %v (operator exits: %d)",
+			s.h.Token(), s.at.Sub(released).Round(time.Millisecond), exits.Load())
+		if s.h.Token() != 2 {
+			t.Fatalf("standby token %d, want 2", s.h.Token())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the standby was not granted within 60 s of the release (operator exits: %d)", exits.Load())
+	}
+	fl := &fencingv1.FencedLease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, fl); err != nil {
+		t.Fatal(err)
+	}
+	if fl.Status.Revocations != 0 {
+		t.Fatalf("%d revocations, want none: %+v", fl.Status.Revocations, fl.Status.LastRevocation)
+	}
+	if tokens, err := grants.Stop(); err != nil {
+		t.Fatalf("the grant oracle: %v (tokens %v)", err, tokens)
+	}
+}
