@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,26 +56,9 @@ func TestWarmStandbyAcrossAPIServerRestarts(t *testing.T) {
 
 	// The supervisor: restart an exited operator after 2 s, doubling to 16 s (a kubelet's
 	// CrashLoopBackOff shape, 10 s doubling to 5 min, scaled down to fit a test).
-	bin := testenv.BuildOperator(t, dir)
-	var exits atomic.Int32
-	go func() {
-		delay := 2 * time.Second
-		for run := 0; ctx.Err() == nil; run++ {
-			m := testenv.StartManager(t, env, bin, dir, fmt.Sprint("op-", run), testenv.ReplicaFlags...)
-			select {
-			case <-ctx.Done():
-				return
-			case <-m.Done():
-			}
-			exits.Add(1)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(delay):
-			}
-			delay = min(2*delay, 16*time.Second)
-		}
-	}()
+	op := testenv.Supervise(t, env, testenv.BuildOperator(t, dir), dir, "op",
+		testenv.Backoff{First: 2 * time.Second, Max: 16 * time.Second, Reset: 2 * time.Minute}, testenv.ReplicaFlags...)
+	exits := func() int { return len(op.Exits()) }
 
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	waiter := func(pod string) holder.Config {
@@ -108,7 +89,7 @@ func TestWarmStandbyAcrossAPIServerRestarts(t *testing.T) {
 		if err := apiServer.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("API-server restart %d done; operator exits so far: %d", i, exits.Load())
+		t.Logf("API-server restart %d done; operator exits so far: %d", i, exits())
 	}
 	select {
 	case s := <-bStarted:
@@ -126,12 +107,12 @@ func TestWarmStandbyAcrossAPIServerRestarts(t *testing.T) {
 	select {
 	case s := <-bStarted:
 		t.Logf("holder released → standby working with token %d in %v (operator exits: %d)",
-			s.h.Token(), s.at.Sub(released).Round(time.Millisecond), exits.Load())
+			s.h.Token(), s.at.Sub(released).Round(time.Millisecond), exits())
 		if s.h.Token() != 2 {
 			t.Fatalf("standby token %d, want 2", s.h.Token())
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the standby was not granted within 60 s of the release (operator exits: %d)", exits.Load())
+		t.Fatalf("the standby was not granted within 60 s of the release (operator exits: %d)", exits())
 	}
 	fl := &fencingv1.FencedLease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "invoices"}, fl); err != nil {

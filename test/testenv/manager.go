@@ -68,6 +68,25 @@ type Manager struct {
 // args say --metrics-secure) as user name, a cluster admin of env. It is killed when the test ends.
 func StartManager(t testing.TB, env *envtest.Environment, bin, dir, name string, args ...string) *Manager {
 	t.Helper()
+	kubeconfig := ManagerUser(t, env, dir, name)
+	m, err := startManager(bin, kubeconfig, name, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.Kill()
+		if t.Failed() || os.Getenv("MANAGER_LOGS") != "" {
+			t.Logf("%s stderr (tail):\n%s", name, tail(m.Stderr.String(), 4000))
+		}
+	})
+	return m
+}
+
+// ManagerUser makes name a cluster admin of env and writes its kubeconfig into dir,
+// returning the file's path. It reads the control plane's state: call it while nothing
+// restarts the API server.
+func ManagerUser(t testing.TB, env *envtest.Environment, dir, name string) string {
+	t.Helper()
 	user, err := env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -80,23 +99,27 @@ func StartManager(t testing.TB, env *envtest.Environment, bin, dir, name string,
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	return path
+}
+
+// startManager runs bin with the kubeconfig at path; it touches no test state, so a
+// supervisor may call it from its own goroutine.
+func startManager(bin, kubeconfig, name string, args []string) (*Manager, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	m := &Manager{Name: name, Stderr: &LockedBuffer{}, MetricsAddr: addr, metrics: "http://" + addr + "/metrics", done: make(chan struct{})}
 	// Plain HTTP, so tests scrape without a token; args may say otherwise (the last flag wins).
 	m.Cmd = exec.Command(bin, append([]string{"--metrics-secure=false"}, append(args, "--metrics-bind-address="+addr)...)...)
-	m.Cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
+	m.Cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	m.Cmd.Stderr = m.Stderr
 	if err := m.Cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	go func() { _ = m.Cmd.Wait(); close(m.done) }()
-	t.Cleanup(func() {
-		m.Kill()
-		if t.Failed() || os.Getenv("MANAGER_LOGS") != "" {
-			t.Logf("%s stderr (tail):\n%s", name, tail(m.Stderr.String(), 4000))
-		}
-	})
-	return m
+	return m, nil
 }
 
 // Kill stops the process at once (a stopped one too) and waits for it.
@@ -148,12 +171,20 @@ func (m *Manager) Leading() bool {
 // FreePort is a TCP port on 127.0.0.1 free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // LockedBuffer collects a child's output while the test reads it.
