@@ -7,14 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/fencedlease/fencedlease/controllers/admissioncheck"
 )
 
 // admissionChecker reports, from the start, whether the admission policies are in place
 // and name this operator; its events are about the operator's own pod when it knows it.
-func admissionChecker(mgr ctrl.Manager) (*admissioncheck.Checker, error) {
+func admissionChecker(mgr ctrl.Manager, m *admissioncheck.Metrics) (*admissioncheck.Checker, error) {
 	var regarding runtime.Object
 	if name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"); name != "" && ns != "" {
 		p := &corev1.Pod{}
@@ -30,6 +29,6 @@ func admissionChecker(mgr ctrl.Manager) (*admissioncheck.Checker, error) {
 		Client:    uncached,
 		Recorder:  mgr.GetEventRecorder("fencedlease-admission-check"),
 		Regarding: regarding,
-		Metrics:   admissioncheck.NewMetrics(metrics.Registry),
+		Metrics:   m,
 	}, nil
 }

@@ -13,16 +13,15 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/fencedlease/fencedlease/controllers/admissioncheck"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
-	"github.com/fencedlease/fencedlease/controllers/leadership"
 	"github.com/fencedlease/fencedlease/internal/agentcmd"
 )
 
@@ -102,28 +101,21 @@ func runManager() error {
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 
 	scheme := fencedlease.NewScheme()
-
-	var guard *leadership.Guard
-	var lock resourcelock.Interface
+	// The process's own manager serves what must not blink when leadership changes — the
+	// webhook, metrics, probes — and, unelected, runs the controller too. Elected, a
+	// campaign runs the controller in candidacies of their own (cmd/campaign.go).
+	grace := o.gracefulShutdown
 	if o.leader.enabled {
-		if lock, guard, err = leaderLock(cfg, o.leader, metrics.Registry); err != nil {
-			return err
-		}
+		grace += 5 * time.Second // the campaign's candidacy waits its own grace period first
 	}
 	mgr, err := newManagerWhenReachable(ctx, cfg, o.probeAddr, ctrl.Options{
-		Scheme:                              scheme,
-		Metrics:                             o.metrics.server(o.metricsAddr),
-		HealthProbeBindAddress:              o.probeAddr,
-		PprofBindAddress:                    o.pprofAddr,
-		LeaderElection:                      o.leader.enabled,
-		LeaderElectionResourceLockInterface: lock,
-		LeaseDuration:                       &o.leader.leaseDuration,
-		RenewDeadline:                       &o.leader.renewDeadline,
-		RetryPeriod:                         &o.leader.retryPeriod,
-		LeaderElectionReleaseOnCancel:       true, // the process exits right after: a standby takes over at once
-		GracefulShutdownTimeout:             &o.gracefulShutdown,
-		Cache:                               fencedlease.CacheOptions(),
-		WebhookServer:                       webhook.NewServer(webhook.Options{Host: o.webhook.host, Port: o.webhook.port, CertDir: o.webhook.certDir}),
+		Scheme:                  scheme,
+		Metrics:                 o.metrics.server(o.metricsAddr),
+		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
+		GracefulShutdownTimeout: &grace,
+		Cache:                   fencedlease.CacheOptions(),
+		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.webhook.host, Port: o.webhook.port, CertDir: o.webhook.certDir}),
 	})
 	if errors.Is(err, context.Canceled) {
 		return nil // stopped (SIGTERM) while waiting for the API server
@@ -131,23 +123,23 @@ func runManager() error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if _, err := fencedlease.Setup(mgr, fencedlease.Options{
-		Guard:                   guard, // the leader fences itself
-		Unelected:               !o.leader.enabled,
-		Clock:                   clock.RealClock{},
-		Metrics:                 fencedlease.NewMetrics(metrics.Registry),
-		MaxConcurrentReconciles: o.concurrency,
-	}); err != nil {
-		return fmt.Errorf("setting up controller: %w", err)
-	}
 	if err := setupWebhook(mgr, o.webhook); err != nil {
 		return err
 	}
-	checker, err := admissionChecker(mgr)
-	if err != nil {
-		return err
+	w := work{
+		metrics:      fencedlease.NewMetrics(metrics.Registry),
+		checkMetrics: admissioncheck.NewMetrics(metrics.Registry),
+		concurrency:  o.concurrency,
 	}
-	if err := mgr.Add(checker); err != nil {
+	if o.leader.enabled {
+		campaign, err := newCampaign(cfg, scheme, o, w)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(manager.RunnableFunc(campaign.Run)); err != nil {
+			return err
+		}
+	} else if err := w.setup(mgr, fencedlease.Options{Unelected: true}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

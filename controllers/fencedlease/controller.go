@@ -41,6 +41,7 @@ type Reconciler struct {
 	// never reconciled twice at once); 0 means 1.
 	MaxConcurrentReconciles int
 
+	candidacy *leadership.Candidacy
 	pods      podLister
 	tracker   *renewalTracker
 	recovery  *recovery
@@ -69,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		logf.FromContext(ctx).V(1).Info("stale read, retrying", "error", err.Error())
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	case errors.Is(err, leadership.ErrNotLeader):
+	case errors.Is(err, leadership.ErrNotLeader) || errors.Is(err, leadership.ErrTermEnded):
 		// Not certainly the leader: decide nothing. Leadership comes back with the next
 		// confirmed renewal, or the process ends and a standby takes over.
 		logf.FromContext(ctx).Info("leadership not certain; not acting")

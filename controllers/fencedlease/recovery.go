@@ -3,16 +3,15 @@ package fencedlease
 import (
 	"context"
 	"errors"
-	"net"
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/leadership"
 )
 
 // recovery reconciles every FencedLease the moment the API server is back after an
@@ -27,6 +26,9 @@ type recovery struct {
 	interval     time.Duration
 	probeTimeout time.Duration
 	outage       atomic.Bool
+	// candidacy, when set, is told of outages instead: the campaign probes and replaces the
+	// whole manager, fresh informers and all, so this one does not run.
+	candidacy *leadership.Candidacy
 }
 
 const (
@@ -42,21 +44,21 @@ func newRecovery(reader, cache client.Reader) *recovery {
 		interval: probeInterval, probeTimeout: probeTimeout}
 }
 
-// observe marks an outage when err says the API server could not be reached.
+// observe marks an outage when err says the API server could not be reached: the
+// candidacy's, when the manager is one (the campaign then replaces it), else its own.
 func (rc *recovery) observe(err error) {
-	if rc != nil && unreachable(err) {
+	switch {
+	case rc == nil || !unreachable(err):
+	case rc.candidacy != nil:
+		rc.candidacy.MarkOutage()
+	default:
 		rc.outage.Store(true)
 	}
 }
 
-// unreachable is true for errors of a server that did not answer, or answered that it
-// cannot serve now: transport errors, timeouts, 503, 500, 429.
-func unreachable(err error) bool {
-	var netErr net.Error
-	return err != nil && (errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) ||
-		apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsTooManyRequests(err))
-}
+// unreachable is leadership.Unreachable: a server that did not answer, or answered that
+// it cannot serve now.
+func unreachable(err error) bool { return leadership.Unreachable(err) }
 
 // Start probes while an outage is marked, until ctx ends. It runs on the leader only.
 func (rc *recovery) Start(ctx context.Context) error {

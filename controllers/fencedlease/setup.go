@@ -24,8 +24,14 @@ const DefaultConcurrency = 64
 // Options are what the controller is built from. Setup refuses a missing one.
 type Options struct {
 	// Guard fences every write to the time this replica's leadership is certain
-	// (controllers/leadership): required unless Unelected.
+	// (controllers/leadership): required unless Unelected or Candidacy.
 	Guard *leadership.Guard
+	// Candidacy, instead of Guard, makes the manager one candidacy of a
+	// leadership.Campaign: writes go through its Term, the controller's runnables are
+	// waited for before the next candidacy starts, and an outage a reconcile or the pod
+	// informer sees is the campaign's to probe (it replaces the manager when the API server
+	// answers again).
+	Candidacy *leadership.Candidacy
 	// Unelected says that no leader is elected (one replica, the demo), so writes go
 	// unguarded. It must be said: a missing Guard is otherwise an error.
 	Unelected bool
@@ -45,14 +51,18 @@ type Options struct {
 func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	writer := mgr.GetClient()
 	switch {
-	case o.Guard != nil && o.Unelected:
-		return nil, errors.New("fencedlease: a leadership Guard and Unelected exclude each other")
+	case (o.Guard != nil) && o.Unelected, (o.Candidacy != nil) && o.Unelected, (o.Guard != nil) && (o.Candidacy != nil):
+		return nil, errors.New("fencedlease: a leadership Guard, a Candidacy and Unelected exclude each other")
 	case o.Guard != nil:
 		writer = o.Guard.Client(writer)
+	case o.Candidacy != nil:
+		writer = o.Candidacy.Term.Client(writer)
+		mgr = o.Candidacy.Manager(mgr)
 	case !o.Unelected:
-		return nil, errors.New("fencedlease: a leadership Guard is required where a leader is elected (set Unelected for a single replica)")
+		return nil, errors.New("fencedlease: a leadership Guard or Candidacy is required where a leader is elected (set Unelected for a single replica)")
 	}
 	r := &Reconciler{
+		candidacy:               o.Candidacy,
 		Client:                  writer,
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder("fencedlease-controller"),
@@ -84,6 +94,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	if r.candidacy != nil {
+		if err := pods.informer.SetWatchErrorHandlerWithContext(r.candidacy.WatchError); err != nil {
+			return err
+		}
+	}
 	if err := mgr.Add(pods); err != nil {
 		return err
 	}
@@ -91,8 +106,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.tracker = newRenewalTracker(r.Clock)
 	r.ownWrites = newOwnWrites(r.Clock)
 	r.recovery = newRecovery(r.APIReader, r.Client)
-	if err := mgr.Add(r.recovery); err != nil {
-		return err
+	r.recovery.candidacy = r.candidacy
+	if r.candidacy == nil {
+		if err := mgr.Add(r.recovery); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Its own status writes need no second look: the reconcile that wrote them goes on

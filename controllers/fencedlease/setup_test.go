@@ -28,8 +28,12 @@ func TestSetupRefusesAMissingDependency(t *testing.T) {
 		mod  func(*Options)
 		want string
 	}{
-		{"a leader elected without a guard", func(o *Options) { o.Unelected = false }, "a leadership Guard is required"},
+		{"a leader elected without a guard", func(o *Options) { o.Unelected = false }, "a leadership Guard or Candidacy is required"},
 		{"a guard on an unelected replica", func(o *Options) { o.Guard = guard }, "exclude each other"},
+		{"a candidacy on an unelected replica", func(o *Options) { o.Candidacy = &leadership.Candidacy{} }, "exclude each other"},
+		{"a guard and a candidacy", func(o *Options) {
+			o.Unelected, o.Guard, o.Candidacy = false, guard, &leadership.Candidacy{}
+		}, "exclude each other"},
 		{"no clock", func(o *Options) { o.Clock = nil }, "needs a Clock"},
 		{"no metrics", func(o *Options) { o.Metrics = nil }, "needs Metrics"},
 		{"no workers", func(o *Options) { o.MaxConcurrentReconciles = 0 }, "at least 1"},

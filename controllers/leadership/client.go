@@ -8,13 +8,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// Fence is what writes are checked against: a Guard, or one Term of it.
+type Fence interface {
+	// Client returns c with every write refused while the fence does not allow it.
+	Client(c client.Client) client.Client
+}
+
+// refuser says whether a write may go ahead (nil) or why not, counting refusals.
+type refuser interface{ refuse() error }
+
 // Client returns c with every write refused (ErrNotLeader) while leadership is not
 // certain. Reads pass: they decide nothing.
 func (g *Guard) Client(c client.Client) client.Client { return &guardedClient{Client: c, g: g} }
 
 type guardedClient struct {
 	client.Client
-	g *Guard
+	g refuser
 }
 
 func (c *guardedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
@@ -69,7 +78,7 @@ func (c *guardedClient) SubResource(name string) client.SubResourceClient {
 
 type guardedWriter struct {
 	client.SubResourceWriter
-	g *Guard
+	g refuser
 }
 
 func (w *guardedWriter) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
@@ -102,7 +111,7 @@ func (w *guardedWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguratio
 
 type guardedSubResource struct {
 	client.SubResourceClient
-	g *Guard
+	g refuser
 }
 
 func (s *guardedSubResource) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {

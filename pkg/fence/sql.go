@@ -18,7 +18,9 @@ const (
 	// and immediate transactions (_txlock=immediate) so writers queue instead of failing.
 	SQLite
 	// MySQL: MySQL 8 or MariaDB 10.5 or later with InnoDB, through
-	// github.com/go-sql-driver/mysql. Any isolation level from READ COMMITTED up.
+	// github.com/go-sql-driver/mysql. Any isolation level from READ COMMITTED up. Set
+	// readTimeout and writeTimeout in the DSN: the driver's Commit ignores the context, and
+	// waits on a server that stopped answering until they run out.
 	MySQL
 )
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,7 @@ import (
 var (
 	rounds   = flag.Int("chaos.rounds", 1, "How many times to inject each fault (make chaos runs more).")
 	replicas = flag.Int("chaos.replicas", 2, "How many operator replicas run (1 or 2).")
+	series   = flag.Int("chaos.series", 2, "How many API-server restarts make one series (make chaos runs 3).")
 	database = flag.String("chaos.db", "sqlite", "The ledger's database: sqlite, or postgres (a throwaway server, as the fence's tests start).")
 )
 
@@ -81,27 +83,25 @@ func TestChaos(t *testing.T) {
 	bg.Add(2)
 	go func() { defer bg.Done(); hs.run(work) }()
 	go func() { defer bg.Done(); keepCandidates(work, c, 2) }()
-	supervised, stopSupervising := context.WithCancel(ctx)
-	defer stopSupervising()
-	go ops.supervise(supervised)
-
 	time.Sleep(settle)
 	var faults []Fault
 	for round := 0; round < *rounds; round++ {
 		for _, f := range faultClasses {
-			start := time.Now()
-			if !f.inject(t, ops, env) {
-				continue
+			injected := f.inject(t, ops, env)
+			for _, fault := range injected {
+				fault.Kind = f.name
+				faults = append(faults, fault)
+				t.Logf("%s: %s → %s", f.name, fault.Start.Format("15:04:05.000"), fault.End.Format("15:04:05.000"))
 			}
-			faults = append(faults, Fault{Kind: f.name, Start: start, End: time.Now()})
-			t.Logf("%s: %s → %s", f.name, start.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
-			time.Sleep(settle)
+			if len(injected) > 0 {
+				time.Sleep(settle)
+			}
 		}
 	}
 	stopWork()
 	bg.Wait()
 
-	h := History{Lease: lease, Faults: faults}
+	h := History{Lease: lease, Faults: faults, Ended: time.Now()}
 	rec.into(&h)
 	hs.into(&h)
 	if h.Ledger, err = led.rows(context.Background()); err != nil {
@@ -112,11 +112,19 @@ func TestChaos(t *testing.T) {
 		_ = os.WriteFile(path, raw, 0o600)
 	}
 	report(t, h, hs)
+	own := 0
+	for _, e := range ops.exits() {
+		own += len(e)
+	}
+	t.Logf("operator replicas started: %d; their own exits: %d (a fault's kills are not counted)", ops.n, own)
 	if v := Check(h); len(v) > 0 {
 		t.Fatalf("%d violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
 	if len(hs.errs) > 0 {
 		t.Fatalf("ledger errors: %v", hs.errs)
+	}
+	if exits := ops.exits(); len(exits) > 0 {
+		t.Fatalf("operator replicas exited on their own (each restarted after the kubelet's back-off): %v", exits)
 	}
 }
 
@@ -168,17 +176,21 @@ func keepCandidates(ctx context.Context, c client.Client, n int) {
 	}
 }
 
-// operators are the running replicas. A replica that exits (it lost its leadership) is
-// replaced, as the kubelet restarts a container.
+// operators are the running replicas, each under a kubelet-like supervisor
+// (testenv.KubeletBackoff: 10 s doubling to 5 min, reset after 10 min): a replica that
+// exits on its own is restarted after the kubelet's CrashLoopBackOff, and counted — the
+// run fails on any. A replica a fault kills stands for a pod deleted and replaced by its
+// ReplicaSet: a new replica with a back-off of its own.
 type operators struct {
 	t   *testing.T
 	env *envtest.Environment
 	bin string
 	dir string
 
-	mu  sync.Mutex
-	n   int
-	run []*testenv.Manager
+	mu      sync.Mutex
+	n       int
+	run     []*testenv.Supervisor
+	retired []*testenv.Supervisor
 }
 
 func (o *operators) start() {
@@ -189,34 +201,27 @@ func (o *operators) start() {
 
 func (o *operators) startLocked() {
 	o.n++
-	o.run = append(o.run, testenv.StartManager(o.t, o.env, o.bin, o.dir, "operator-"+strconv.Itoa(o.n), testenv.ReplicaFlags...))
+	o.run = append(o.run, testenv.Supervise(o.t, o.env, o.bin, o.dir, "operator-"+strconv.Itoa(o.n), testenv.KubeletBackoff, testenv.ReplicaFlags...))
 }
 
-// supervise replaces replicas that exited, until ctx ends.
-func (o *operators) supervise(ctx context.Context) {
-	for ctx.Err() == nil {
-		o.mu.Lock()
-		for _, m := range slices.Clone(o.run) {
-			if m.Exited() {
-				o.replaceLocked(m)
-			}
-		}
-		o.mu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
+// running are the replicas' processes that run now.
+func (o *operators) running() []*testenv.Manager {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []*testenv.Manager
+	for _, s := range o.run {
+		if m := s.Running(); m != nil {
+			out = append(out, m)
 		}
 	}
+	return out
 }
 
 // leader waits for the replica that leads.
 func (o *operators) leader() *testenv.Manager {
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		o.mu.Lock()
-		run := slices.Clone(o.run)
-		o.mu.Unlock()
-		for _, m := range run {
-			if !m.Exited() && m.Leading() {
+		for _, m := range o.running() {
+			if m.Leading() {
 				return m
 			}
 		}
@@ -227,87 +232,131 @@ func (o *operators) leader() *testenv.Manager {
 
 // standby is a running replica that does not lead, or nil.
 func (o *operators) standby() *testenv.Manager {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, m := range o.run {
-		if !m.Exited() && !m.Leading() {
+	for _, m := range o.running() {
+		if !m.Leading() {
 			return m
 		}
 	}
 	return nil
 }
 
-// replace kills m (if it still runs) and starts a new replica in its place, unless it
-// was replaced already.
+// replace kills the replica running m and starts a new one in its place.
 func (o *operators) replace(m *testenv.Manager) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.replaceLocked(m)
+	for i, s := range o.run {
+		if s.Current() == m {
+			s.Stop()
+			o.retired = append(o.retired, s)
+			o.run = slices.Delete(o.run, i, i+1)
+			o.startLocked()
+			return
+		}
+	}
 }
 
-func (o *operators) replaceLocked(m *testenv.Manager) {
-	if !slices.Contains(o.run, m) {
-		return
+// exits are the replicas' own exits (not the kills of a fault), by replica.
+func (o *operators) exits() map[string][]time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[string][]time.Time{}
+	for _, s := range append(slices.Clone(o.run), o.retired...) {
+		if e := s.Exits(); len(e) > 0 {
+			out[s.Name()] = e
+		}
 	}
-	m.Kill()
-	o.run = slices.DeleteFunc(o.run, func(x *testenv.Manager) bool { return x == m })
-	o.startLocked()
+	return out
 }
 
 type faultClass struct {
 	name string
-	// inject returns false when the fault does not apply (no standby to kill).
-	inject func(t *testing.T, o *operators, env *envtest.Environment) bool
+	// inject returns the faults it injected (each restart of a series is one, its End
+	// the moment the API server was ready), or none when it does not apply (no standby
+	// to kill).
+	inject func(t *testing.T, o *operators, env *envtest.Environment) []Fault
+}
+
+// once times one fault.
+func once(f func()) []Fault {
+	start := time.Now()
+	f()
+	return []Fault{{Start: start, End: time.Now()}}
 }
 
 var faultClasses = []faultClass{
-	{"standby SIGKILL", func(t *testing.T, o *operators, _ *envtest.Environment) bool {
+	{"standby SIGKILL", func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
 		m := o.standby()
 		if m == nil {
-			return false
+			return nil
 		}
-		o.replace(m)
-		return true
+		return once(func() { o.replace(m) })
 	}},
-	{"leader SIGKILL", func(t *testing.T, o *operators, _ *envtest.Environment) bool {
-		o.replace(o.leader())
-		return true
-	}},
-	{"leader SIGSTOP 5s", func(t *testing.T, o *operators, _ *envtest.Environment) bool {
+	{"leader SIGKILL", func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
 		m := o.leader()
-		_ = m.Cmd.Process.Signal(syscall.SIGSTOP)
-		time.Sleep(5 * time.Second) // past its 3 s leader lease
-		_ = m.Cmd.Process.Signal(syscall.SIGCONT)
-		select { // it finds its leadership lost and exits, as in a cluster, where it restarts
-		case <-m.Done():
-		case <-time.After(10 * time.Second):
-		}
-		o.replace(m)
-		return true
+		return once(func() { o.replace(m) })
 	}},
-	{"API server restart", func(t *testing.T, _ *operators, env *envtest.Environment) bool {
-		api := env.ControlPlane.GetAPIServer()
-		// SIGTERM; a server still draining connections after 5 s is killed, as a kubelet
-		// would after a short grace period.
-		api.StopTimeout = 5 * time.Second
+	{"leader SIGSTOP 5s", func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
+		m := o.leader()
+		// Past its 3 s leader lease: resumed, it finds its leadership lost and campaigns
+		// again in the same process.
+		return once(func() {
+			_ = m.Cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(5 * time.Second)
+			_ = m.Cmd.Process.Signal(syscall.SIGCONT)
+		})
+	}},
+	{"API server restart", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+		return apiRestarts(t, env, 1, 0, 0, 0)
+	}},
+	// Longer than the leader's lease: both replicas lose leadership and campaign again.
+	{"API server down 10s", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+		return apiRestarts(t, env, 1, 10*time.Second, 0, 0)
+	}},
+	// A control-plane upgrade: restarts in a row, each while the last one's back-off
+	// would still run.
+	{"API server restarts, 4-10 s apart", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+		return apiRestarts(t, env, *series, 0, 4*time.Second, 10*time.Second)
+	}},
+	{"API server restarts, 30-60 s apart", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+		return apiRestarts(t, env, *series, 0, 30*time.Second, 60*time.Second)
+	}},
+	// Shorter than the leader's renew deadline (2 s): the leader survives it.
+	{"etcd SIGSTOP 1s", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+		return once(func() { pauseEtcd(t, env, time.Second) })
+	}},
+	// Longer: the leader loses its lease and a replica takes over.
+	{"etcd SIGSTOP 3s", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+		return once(func() { pauseEtcd(t, env, 3*time.Second) })
+	}},
+	{"etcd SIGSTOP 10s", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+		return once(func() { pauseEtcd(t, env, 10*time.Second) })
+	}},
+}
+
+// apiRestarts restarts the API server n times, each down for at least down (it takes
+// its own time to stop and to start), spaced by a random pause in [minGap, maxGap)
+// between one being ready and the next stop.
+func apiRestarts(t *testing.T, env *envtest.Environment, n int, down, minGap, maxGap time.Duration) []Fault {
+	api := env.ControlPlane.GetAPIServer()
+	// SIGTERM; a server still draining connections after 5 s is killed, as a kubelet
+	// would after a short grace period.
+	api.StopTimeout = 5 * time.Second
+	var out []Fault
+	for i := range n {
+		if i > 0 {
+			time.Sleep(minGap + rand.N(maxGap-minGap))
+		}
+		start := time.Now()
 		if err := api.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
 			t.Fatal(err)
 		}
-		if err := api.Start(); err != nil {
+		time.Sleep(down)
+		if err := api.Start(); err != nil { // returns once the server is ready
 			t.Fatal(err)
 		}
-		return true
-	}},
-	// Shorter than the leader's renew deadline (2 s): the leader survives it.
-	{"etcd SIGSTOP 1s", func(t *testing.T, _ *operators, env *envtest.Environment) bool {
-		pauseEtcd(t, env, time.Second)
-		return true
-	}},
-	// Longer: the leader loses its lease and a replica takes over.
-	{"etcd SIGSTOP 3s", func(t *testing.T, _ *operators, env *envtest.Environment) bool {
-		pauseEtcd(t, env, 3*time.Second)
-		return true
-	}},
+		out = append(out, Fault{Start: start, End: time.Now()})
+	}
+	return out
 }
 
 func pauseEtcd(t *testing.T, env *envtest.Environment, d time.Duration) {

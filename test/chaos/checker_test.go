@@ -84,6 +84,14 @@ func TestEachBadHistoryIsFlagged(t *testing.T) {
 		{"a holder that never ended", func(h *History) {
 			h.Holders[0].Ended = time.Time{}
 		}, "holder a (token 1) still live"},
+		{"no grant long after the API server was back", func(h *History) {
+			h.Faults = append(h.Faults, Fault{Kind: "API server restart", Start: at(3000), End: at(3100)})
+			h.Ended = at(3100).Add(h.Lease + stuckMargin + time.Millisecond)
+		}, "stuck: no grant in the"},
+		{"a grant too late after the API server was back", func(h *History) {
+			h.Faults = append(h.Faults, Fault{Kind: "API server restarts, 30-60 s apart", Start: at(3000), End: at(3100)})
+			h.States[4].At = at(3100).Add(h.Lease + stuckMargin + time.Millisecond) // c's grant
+		}, "stuck: no grant for"},
 		{"a spurious revocation", func(h *History) {
 			h.Renewals = append(h.Renewals, Renewal{Pod: "b", Token: 2, At: at(2000)})
 		}, "spurious revocation of b token 2"},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -30,8 +31,10 @@ type History struct {
 	Writes []Write
 	// Ledger is the protected table at the end, in commit order.
 	Ledger []Row
-	// Faults are the faults injected.
+	// Faults are the faults injected; an API-server restart's End is when it was ready.
 	Faults []Fault
+	// Ended is when the run stopped recording.
+	Ended time.Time
 }
 
 // StateChange is a pod's state annotation as seen at At.
@@ -93,6 +96,7 @@ func Check(h History) []string {
 	v = append(v, checkLedger(h)...)
 	v = append(v, checkLives(h.Holders)...)
 	v = append(v, checkSpurious(h)...)
+	v = append(v, checkStuck(h)...)
 	return v
 }
 
@@ -201,6 +205,23 @@ func Spurious(h History) int { return len(checkSpurious(h)) }
 // ended while a zombie held the grant is left out: its successor waits out the zombie's
 // lease whatever the fault did.
 func Recovery(h History) map[string][]time.Duration {
+	out := map[string][]time.Duration{}
+	for _, r := range recoveries(h) {
+		if r.granted && !r.zombie {
+			out[r.fault.Kind] = append(out[r.fault.Kind], r.took)
+		}
+	}
+	return out
+}
+
+type recovery struct {
+	fault   Fault
+	took    time.Duration // fault end → next grant
+	granted bool          // false: no grant came before the run ended
+	zombie  bool          // the fault ended while a zombie held the grant
+}
+
+func recoveries(h History) []recovery {
 	zombie := map[int64]bool{}
 	for _, w := range h.Writes {
 		if w.Zombie {
@@ -217,19 +238,46 @@ func Recovery(h History) map[string][]time.Duration {
 			grants = append(grants, grant{s.At, s.Token})
 		}
 	}
-	out := map[string][]time.Duration{}
+	var out []recovery
 	for _, f := range h.Faults {
+		r := recovery{fault: f}
 		var held int64
 		for _, g := range grants {
 			if g.at.Before(f.End) {
 				held = g.token
 				continue
 			}
-			if !zombie[held] {
-				out[f.Kind] = append(out[f.Kind], g.at.Sub(f.End))
-			}
+			r.took, r.granted = g.at.Sub(f.End), true
 			break
 		}
+		r.zombie = zombie[held]
+		out = append(out, r)
 	}
 	return out
+}
+
+// stuckMargin is how long after the API server is ready again, beyond one lease (for a
+// grant made before the outage to run out), the FencedLease — which always has
+// candidates here — may go without a new grant.
+const stuckMargin = 5 * time.Second
+
+// checkStuck: after every API-server fault, a grant within lease + stuckMargin of the
+// server being ready (or the run ended sooner).
+func checkStuck(h History) []string {
+	var v []string
+	bound := h.Lease + stuckMargin
+	for _, r := range recoveries(h) {
+		if !strings.HasPrefix(r.fault.Kind, "API server") || r.zombie {
+			continue
+		}
+		switch {
+		case r.granted && r.took > bound:
+			v = append(v, fmt.Sprintf("stuck: no grant for %v after the API server was ready at %s (%s), want within %v",
+				r.took.Round(time.Millisecond), r.fault.End.Format(time.RFC3339Nano), r.fault.Kind, bound))
+		case !r.granted && h.Ended.Sub(r.fault.End) > bound:
+			v = append(v, fmt.Sprintf("stuck: no grant in the %v from the API server being ready at %s (%s) to the run's end, want within %v",
+				h.Ended.Sub(r.fault.End).Round(time.Millisecond), r.fault.End.Format(time.RFC3339Nano), r.fault.Kind, bound))
+		}
+	}
+	return v
 }

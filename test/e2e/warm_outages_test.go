@@ -16,12 +16,12 @@ import (
 )
 
 // TestWarmStandbyAcrossAPIServerRestarts restarts the API server three times within two
-// minutes under the real binary, which a kubelet-like supervisor restarts with a back-off
-// whenever it exits (here: leadership lost while the API server is away). A Warm holder
-// keeps its grant through it all (its lease outlasts each outage; every new leader gives
-// it a whole lease), its Warm standby keeps waiting on its watch — no grant to it, no two
-// holders — and once the holder releases, the standby is granted token 2 and its work
-// begins.
+// minutes under the real binary, run by a kubelet-like supervisor that would restart it
+// with a back-off if it exited. It does not: each outage outlasts its renew deadline, so
+// it loses leadership and campaigns again in the same process. A Warm holder keeps its
+// grant through it all (its lease outlasts each outage; every new term gives it a whole
+// lease), its Warm standby keeps waiting on its watch — no grant to it, no two holders —
+// and once the holder releases, the standby is granted token 2 and its work begins.
 func TestWarmStandbyAcrossAPIServerRestarts(t *testing.T) {
 	dir := t.TempDir()
 	env, err := testenv.New()
@@ -54,8 +54,8 @@ func TestWarmStandbyAcrossAPIServerRestarts(t *testing.T) {
 		pods[name] = p
 	}
 
-	// The supervisor: restart an exited operator after 2 s, doubling to 16 s (a kubelet's
-	// CrashLoopBackOff shape, 10 s doubling to 5 min, scaled down to fit a test).
+	// The supervisor would restart an exited operator after 2 s, doubling to 16 s (a
+	// kubelet's CrashLoopBackOff shape, 10 s doubling to 5 min, scaled down to fit a test).
 	op := testenv.Supervise(t, env, testenv.BuildOperator(t, dir), dir, "op",
 		testenv.Backoff{First: 2 * time.Second, Max: 16 * time.Second, Reset: 2 * time.Minute}, testenv.ReplicaFlags...)
 	exits := func() int { return len(op.Exits()) }
@@ -90,6 +90,9 @@ func TestWarmStandbyAcrossAPIServerRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("API-server restart %d done; operator exits so far: %d", i, exits())
+	}
+	if n := exits(); n > 0 {
+		t.Fatalf("the operator exited %d times across the restarts, want none (it campaigns again instead)", n)
 	}
 	select {
 	case s := <-bStarted:

@@ -64,5 +64,5 @@ func StartMariaDB(t testing.TB) *MariaDB {
 
 // DSN is a go-sql-driver/mysql DSN for database db ("" for none).
 func (m *MariaDB) DSN(db string) string {
-	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s?timeout=5s", m.port, db)
+	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s?timeout=5s&readTimeout=5s&writeTimeout=5s", m.port, db)
 }

@@ -1,8 +1,11 @@
 package testenv
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -39,8 +42,39 @@ func (p *serverProcess) start() {
 	}
 }
 
-// Pause stops the process (SIGSTOP): it keeps its connections and answers nothing.
-func (p *serverProcess) Pause() { _ = p.cmd.Process.Signal(syscall.SIGSTOP) }
+// Pause stops the process (SIGSTOP): it keeps its connections and answers nothing. It
+// returns once every thread has stopped: the signal is delivered to each as it next
+// leaves the kernel, and a thread that was busy (on a loaded machine, say) could
+// otherwise answer one more request after Pause returned.
+func (p *serverProcess) Pause() {
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if allStopped(p.cmd.Process.Pid) {
+			return
+		}
+	}
+	p.t.Errorf("the server (pid %d) did not stop within 5 s of SIGSTOP", p.cmd.Process.Pid)
+}
+
+// allStopped is true when every thread of pid is in state T (stopped), from /proc.
+func allStopped(pid int) bool {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		return false
+	}
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: comm may hold spaces and parentheses, the state follows the last ')'.
+		rest := raw[bytes.LastIndexByte(raw, ')')+1:]
+		if f := bytes.Fields(rest); len(f) == 0 || string(f[0]) != "T" {
+			return false
+		}
+	}
+	return true
+}
 
 // Resume continues a paused process.
 func (p *serverProcess) Resume() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }

@@ -153,3 +153,6 @@ func (s *Supervisor) Err() error {
 	defer s.mu.Unlock()
 	return s.err
 }
+
+// Name is the replica's name; its runs are named name-runN.
+func (s *Supervisor) Name() string { return s.name }
