@@ -119,7 +119,7 @@ test: envtest lint rules $(HELM) ## Run every test (unit and envtest) with the c
 
 .PHONY: chaos
 chaos: envtest ## The long fault-injection run: two operator replicas, holders writing through the SQL fence, each fault class 10 times (about an hour); prints the table. CHAOS_ROUNDS=N to change.
-	go test -count=1 -timeout 150m ./test/chaos -run TestChaos -v -chaos.rounds=$(CHAOS_ROUNDS) -chaos.series=3
+	go test -count=1 -timeout 150m ./test/chaos -run TestChaos -v -chaos.rounds=$(CHAOS_ROUNDS) -chaos.series=3 -chaos.long
 
 BENCH_FLAGS ?=
 

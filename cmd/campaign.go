@@ -21,6 +21,9 @@ import (
 // on one manager — the process's own when unelected, each candidacy's when elected. Its
 // metrics are made once per process.
 type work struct {
+	// memory is what the controller observed of holders, handed from one candidacy to the
+	// next (fencedlease.Memory).
+	memory       *fencedlease.Memory
 	metrics      *fencedlease.Metrics
 	checkMetrics *admissioncheck.Metrics
 	concurrency  int
@@ -28,6 +31,7 @@ type work struct {
 
 func (w work) setup(mgr ctrl.Manager, o fencedlease.Options) error {
 	o.Clock = clock.RealClock{}
+	o.Memory = w.memory
 	o.Metrics = w.metrics
 	o.MaxConcurrentReconciles = w.concurrency
 	if _, err := fencedlease.Setup(mgr, o); err != nil {

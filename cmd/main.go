@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -127,6 +128,7 @@ func runManager() error {
 		return err
 	}
 	w := work{
+		memory:       fencedlease.NewMemory(clock.RealClock{}),
 		metrics:      fencedlease.NewMetrics(metrics.Registry),
 		checkMetrics: admissioncheck.NewMetrics(metrics.Registry),
 		concurrency:  o.concurrency,

@@ -42,6 +42,7 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 
 	candidacy *leadership.Candidacy
+	memory    *Memory
 	pods      podLister
 	tracker   *renewalTracker
 	recovery  *recovery

@@ -7,9 +7,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -42,6 +44,32 @@ var _ = Describe("Controller restart and failover", func() {
 		Expect(rv.Time.Sub(restartedAt)).To(BeNumerically(">=", duration), "revoked before a full duration after the restart")
 		Expect(rv.Time.Sub(restartedAt)).To(BeNumerically("<", duration+2*time.Second))
 		GinkgoWriter.Printf("restart→revocation: %v (duration %v)\n", rv.Time.Sub(restartedAt), duration)
+	})
+
+	It("remembers, across the candidacies of one process, when it saw the holder renew", func() {
+		const duration = 2 * time.Second
+		memory := fencedlease.NewMemory(clock.RealClock{})
+		_, stop := startController(ns, controllerOpts{id: "term-1", memory: memory})
+		createFL(ns, "invoices", 2, fencingv1.DeletePodPolicy)
+		createPod(ns, "a", "invoices")
+		createPod(ns, "b", "invoices")
+		expectHolder(ns, "invoices", "a", 1)
+		renew(ns, "invoices")
+		Eventually(func(g Gomega) { expectWaiting(g, ns, "b") }).Should(Succeed())
+
+		By("ending the term for longer than the lease, while A is silent")
+		stop()
+		time.Sleep(duration + 500*time.Millisecond)
+
+		By("the next candidacy of the same process: A's lease ran out by the clock it was seen on")
+		again := time.Now()
+		startController(ns, controllerOpts{id: "term-2", memory: memory})
+		fl := expectHolder(ns, "invoices", "b", 2)
+		rv := fl.Status.LastRevocation
+		Expect(rv.PodName).To(Equal("a"))
+		Expect(rv.Time.Sub(again)).To(BeNumerically("<", duration),
+			"revoked a whole lease after the new term began: the memory of the renewal was lost")
+		GinkgoWriter.Printf("new term → revocation: %v (duration %v)\n", rv.Time.Sub(again), duration)
 	})
 
 	It("finishes a grant that crashed after G1 instead of granting twice", func() {

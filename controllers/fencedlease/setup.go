@@ -32,6 +32,10 @@ type Options struct {
 	// informer sees is the campaign's to probe (it replaces the manager when the API server
 	// answers again).
 	Candidacy *leadership.Candidacy
+	// Memory, when set, is what the controller remembers of holders, kept across the
+	// candidacies of one process (NewMemory, on Clock); unset, it starts empty — every
+	// holder gets a whole lease from the first look.
+	Memory *Memory
 	// Unelected says that no leader is elected (one replica, the demo), so writes go
 	// unguarded. It must be said: a missing Guard is otherwise an error.
 	Unelected bool
@@ -63,6 +67,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	}
 	r := &Reconciler{
 		candidacy:               o.Candidacy,
+		memory:                  o.Memory,
 		Client:                  writer,
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder("fencedlease-controller"),
@@ -103,7 +108,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.pods = pods
-	r.tracker = newRenewalTracker(r.Clock)
+	if r.memory != nil {
+		r.tracker = r.memory.tracker
+	} else {
+		r.tracker = newRenewalTracker(r.Clock)
+	}
 	r.ownWrites = newOwnWrites(r.Clock)
 	r.recovery = newRecovery(r.APIReader, r.Client)
 	r.recovery.candidacy = r.candidacy

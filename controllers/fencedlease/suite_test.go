@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/fencedlease/fencedlease/controllers/fencedlease"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -55,6 +56,8 @@ type controllerOpts struct {
 	registry *prometheus.Registry
 	// wrap wraps the manager's connection to the API server.
 	wrap func(http.RoundTripper) http.RoundTripper
+	// memory is what the controller remembers across the candidacies of one process.
+	memory *fencedlease.Memory
 }
 
 // startController runs a controller manager that sees only namespace ns, as a separate
@@ -69,7 +72,7 @@ func startController(ns string, o controllerOpts) (ctrl.Manager, func()) {
 func startControllerOn(cfg *rest.Config, ns string, o controllerOpts) (ctrl.Manager, func()) {
 	GinkgoHelper()
 	c, err := testenv.StartController(cfg, ns, testenv.ControllerOptions{
-		Name: o.id, LeaderElection: o.leaderElection, Registry: o.registry, WrapTransport: o.wrap,
+		Name: o.id, LeaderElection: o.leaderElection, Registry: o.registry, WrapTransport: o.wrap, Memory: o.memory,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	stop := func() { Expect(c.Stop()).To(Succeed()) }

@@ -132,3 +132,23 @@ func (b *blockUpdates) Update(ctx context.Context, _ *coordinationv1.Lease, _ me
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
+
+// Holders granted together must not renew in step: each renewal comes up to 10 % early,
+// at random, and never late.
+func TestRenewalsAreJitteredEarlyNeverLate(t *testing.T) {
+	const interval = 3 * time.Second
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		d := jittered(interval)
+		if d > interval || d < interval-interval/10 {
+			t.Fatalf("jittered(%v) = %v, want within [%v, %v]", interval, d, interval-interval/10, interval)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 100 {
+		t.Fatalf("%d distinct waits in 1,000: holders would renew in step", len(seen))
+	}
+	if d := jittered(5); d != 5 {
+		t.Fatalf("jittered(5ns) = %v: an interval too short to jitter is kept", d)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -42,7 +43,8 @@ type Config struct {
 	// UID is the pod's UID (FENCING_HOLDER_UID), optional: with it StartWhenGranted takes
 	// only a grant of this very pod, never one of an earlier pod of the same name.
 	UID types.UID
-	// RenewInterval is how often to renew; default a third of the lease duration.
+	// RenewInterval is how often to renew; default a third of the lease duration. Each
+	// renewal comes up to 10 % early, at random, so holders granted together spread out.
 	RenewInterval time.Duration
 	// RenewDeadline is how long after the last confirmed renewal was sent the holder
 	// gives up; default the lease duration less DriftMargin. It must be shorter than it.
@@ -292,7 +294,7 @@ func (h *Holder) loop(sent time.Time) {
 	c := h.cfg.Clock
 	for {
 		deadline := sent.Add(h.cfg.RenewDeadline)
-		if !h.sleep(h.cfg.RenewInterval - c.Since(sent)) {
+		if !h.sleep(jittered(h.cfg.RenewInterval) - c.Since(sent)) {
 			return
 		}
 		for {
@@ -319,6 +321,20 @@ func (h *Holder) loop(sent time.Time) {
 			}
 		}
 	}
+}
+
+// renewJitter is the share of the renew interval a renewal may come early by, at random:
+// holders granted together (a mass failover) would otherwise renew in step, in bursts on
+// the API server, for as long as they hold. Early only, never late: RenewInterval stays a
+// bound.
+const renewJitter = 0.1
+
+// jittered is interval less a random share of it, up to renewJitter.
+func jittered(interval time.Duration) time.Duration {
+	if span := time.Duration(float64(interval) * renewJitter); span > 0 {
+		return interval - rand.N(span)
+	}
+	return interval
 }
 
 // sleep waits d on the injected clock; false when the grant ended meanwhile.

@@ -35,6 +35,7 @@ var (
 	rounds   = flag.Int("chaos.rounds", 1, "How many times to inject each fault (make chaos runs more).")
 	replicas = flag.Int("chaos.replicas", 2, "How many operator replicas run (1 or 2).")
 	series   = flag.Int("chaos.series", 2, "How many API-server restarts make one series (make chaos runs 3).")
+	long     = flag.Bool("chaos.long", false, "Also inject the long faults (a 30 s API-server outage); make chaos does.")
 	database = flag.String("chaos.db", "sqlite", "The ledger's database: sqlite, or postgres (a throwaway server, as the fence's tests start).")
 )
 
@@ -87,6 +88,9 @@ func TestChaos(t *testing.T) {
 	var faults []Fault
 	for round := 0; round < *rounds; round++ {
 		for _, f := range faultClasses {
+			if f.long && !*long {
+				continue
+			}
 			injected := f.inject(t, ops, env)
 			for _, fault := range injected {
 				fault.Kind = f.name
@@ -270,6 +274,7 @@ func (o *operators) exits() map[string][]time.Time {
 
 type faultClass struct {
 	name string
+	long bool // injected only with -chaos.long
 	// inject returns the faults it injected (each restart of a series is one, its End
 	// the moment the API server was ready), or none when it does not apply (no standby
 	// to kill).
@@ -284,18 +289,18 @@ func once(f func()) []Fault {
 }
 
 var faultClasses = []faultClass{
-	{"standby SIGKILL", func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
+	{"standby SIGKILL", false, func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
 		m := o.standby()
 		if m == nil {
 			return nil
 		}
 		return once(func() { o.replace(m) })
 	}},
-	{"leader SIGKILL", func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
+	{"leader SIGKILL", false, func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
 		m := o.leader()
 		return once(func() { o.replace(m) })
 	}},
-	{"leader SIGSTOP 5s", func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
+	{"leader SIGSTOP 5s", false, func(t *testing.T, o *operators, _ *envtest.Environment) []Fault {
 		m := o.leader()
 		// Past its 3 s leader lease: resumed, it finds its leadership lost and campaigns
 		// again in the same process.
@@ -305,30 +310,33 @@ var faultClasses = []faultClass{
 			_ = m.Cmd.Process.Signal(syscall.SIGCONT)
 		})
 	}},
-	{"API server restart", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+	{"API server restart", false, func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
 		return apiRestarts(t, env, 1, 0, 0, 0)
 	}},
 	// Longer than the leader's lease: both replicas lose leadership and campaign again.
-	{"API server down 10s", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+	{"API server down 10s", false, func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
 		return apiRestarts(t, env, 1, 10*time.Second, 0, 0)
+	}},
+	{"API server down 30s", true, func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+		return apiRestarts(t, env, 1, 30*time.Second, 0, 0)
 	}},
 	// A control-plane upgrade: restarts in a row, each while the last one's back-off
 	// would still run.
-	{"API server restarts, 4-10 s apart", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+	{"API server restarts, 4-10 s apart", false, func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
 		return apiRestarts(t, env, *series, 0, 4*time.Second, 10*time.Second)
 	}},
-	{"API server restarts, 30-60 s apart", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+	{"API server restarts, 30-60 s apart", false, func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
 		return apiRestarts(t, env, *series, 0, 30*time.Second, 60*time.Second)
 	}},
 	// Shorter than the leader's renew deadline (2 s): the leader survives it.
-	{"etcd SIGSTOP 1s", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+	{"etcd SIGSTOP 1s", false, func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
 		return once(func() { pauseEtcd(t, env, time.Second) })
 	}},
 	// Longer: the leader loses its lease and a replica takes over.
-	{"etcd SIGSTOP 3s", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+	{"etcd SIGSTOP 3s", false, func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
 		return once(func() { pauseEtcd(t, env, 3*time.Second) })
 	}},
-	{"etcd SIGSTOP 10s", func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
+	{"etcd SIGSTOP 10s", false, func(t *testing.T, _ *operators, env *envtest.Environment) []Fault {
 		return once(func() { pauseEtcd(t, env, 10*time.Second) })
 	}},
 }
@@ -398,16 +406,17 @@ func report(t *testing.T, h History, hs *holders) {
 		injected[f.Kind]++
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| fault | injected | recovery p50 | recovery max | (faults ended under a zombie, left out) |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| fault | injected | recovery p50 | recovery p99 | recovery max | (faults ended under a zombie, left out) |\n|---|---|---|---|---|---|\n")
 	rec := Recovery(h)
 	for _, f := range faultClasses {
 		d := slices.Clone(rec[f.name])
 		slices.Sort(d)
-		p50, worst := "-", "-"
+		p50, p99, worst := "-", "-", "-"
 		if len(d) > 0 {
-			p50, worst = d[(len(d)-1)/2].Round(time.Millisecond).String(), d[len(d)-1].Round(time.Millisecond).String()
+			at := func(q float64) string { return d[int(q*float64(len(d)-1))].Round(time.Millisecond).String() }
+			p50, p99, worst = at(0.5), at(0.99), at(1)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d |\n", f.name, injected[f.name], p50, worst, injected[f.name]-len(d))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d |\n", f.name, injected[f.name], p50, p99, worst, injected[f.name]-len(d))
 	}
 	fmt.Fprintf(&b, "grants %d, revocations %d, holders %d, writes attempted %d / accepted %d / rejected %d (by zombies %d), violations %d, spurious revocations %d\n",
 		grants, len(h.Revocations), len(h.Holders), len(h.Writes), accepted, rejected, zombieRejected, len(Check(h)), Spurious(h))

@@ -143,6 +143,9 @@ type ControllerOptions struct {
 	// WrapTransport, when set, wraps the manager's connection to the API server (to
 	// count its requests, say).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Memory, when set, is handed to the controller: managers given one Memory act as the
+	// candidacies of one process.
+	Memory *fencedlease.Memory
 }
 
 // registerer is Registry, or none (a nil *Registry is not a nil Registerer).
@@ -201,6 +204,7 @@ func StartController(cfg *rest.Config, ns string, o ControllerOptions) (*Control
 		Guard:                   guard,
 		Unelected:               !o.LeaderElection,
 		Clock:                   clock.RealClock{},
+		Memory:                  o.Memory,
 		Metrics:                 fencedlease.NewMetrics(o.registerer()),
 		MaxConcurrentReconciles: 4,
 	}); err != nil {
