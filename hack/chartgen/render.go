@@ -95,8 +95,9 @@ func renameNamespace(x any) any {
 }
 
 // renameServiceAccount puts the chart's service account wherever the bundle names the
-// operator's: the account itself, the bindings' subjects, the Deployment, and the
-// admission policies' parameter (so the policies exempt the chart's operator).
+// operator's: the account itself, the bindings' subjects, the FlowSchemas' subjects, the
+// Deployment, and the admission policies' parameter (so the policies exempt the chart's
+// operator).
 func renameServiceAccount(o *unstructured.Unstructured) error {
 	sa := incl("fencedlease.serviceAccountName")
 	switch o.GetKind() {
@@ -112,6 +113,16 @@ func renameServiceAccount(o *unstructured.Unstructured) error {
 			}
 		}
 		return unstructured.SetNestedSlice(o.Object, subjects, "subjects")
+	case "FlowSchema":
+		rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
+		for _, r := range rules {
+			for _, s := range r.(map[string]any)["subjects"].([]any) {
+				if acct, ok := s.(map[string]any)["serviceAccount"].(map[string]any); ok && acct["name"] == bundleServiceAccount {
+					acct["name"] = sa
+				}
+			}
+		}
+		return unstructured.SetNestedSlice(o.Object, rules, "spec", "rules")
 	case "ConfigMap":
 		op, found, _ := unstructured.NestedString(o.Object, "data", "operator")
 		if found {
