@@ -2,6 +2,7 @@ package leadership
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,14 @@ func (c *Candidacy) begin() bool {
 type outageLock struct {
 	resourcelock.Interface
 	c *Candidacy
+
+	mu     sync.Mutex
+	holder string // who the last record read named
 }
+
+// ErrNoTakeoverInOutage refuses a takeover of the leader Lease while an outage is marked:
+// see outageLock.Update.
+var ErrNoTakeoverInOutage = errors.New("not taking the leader Lease over from its holder while an outage is marked: the next candidacy, with a fresh look, may")
 
 func (l *outageLock) seen(err error) error {
 	if Unreachable(err) {
@@ -101,6 +109,11 @@ func (l *outageLock) seen(err error) error {
 
 func (l *outageLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
+	if err == nil && rec != nil {
+		l.mu.Lock()
+		l.holder = rec.HolderIdentity
+		l.mu.Unlock()
+	}
 	return rec, raw, l.seen(err)
 }
 
@@ -108,7 +121,22 @@ func (l *outageLock) Create(ctx context.Context, ler resourcelock.LeaderElection
 	return l.seen(l.Interface.Create(ctx, ler))
 }
 
+// Update refuses to take the Lease over from another holder while an outage is marked. A
+// standby's elector judges the leader gone by the last record it *observed*; across an
+// outage that is the record from before it, so the first read after the server's return
+// finds it expired and takes over at once — racing the leader, which re-acquires at once
+// too (the Lease names it) and, unlike a new process, keeps what it saw of the holders
+// (fencedlease.Memory). Refused here, the takeover waits for the next candidacy, whose
+// elector looks afresh and waits a whole lease: the leader wins if it is alive, and a dead
+// leader costs the standby one more lease. Renewals, re-acquisitions of our own record and
+// the taking of a released one pass.
 func (l *outageLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	l.mu.Lock()
+	holder := l.holder
+	l.mu.Unlock()
+	if l.c.outage.Load() && ler.HolderIdentity == l.Identity() && holder != "" && holder != l.Identity() {
+		return ErrNoTakeoverInOutage
+	}
 	return l.seen(l.Interface.Update(ctx, ler))
 }
 

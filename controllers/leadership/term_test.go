@@ -65,3 +65,61 @@ func TestAnEndedTermNeverWritesAgainEvenWhenTheProcessLeadsAgain(t *testing.T) {
 		t.Fatalf("refused = %v, want 5 (one lost-leadership write, four of the ended term)", n)
 	}
 }
+
+// recordLock is a lock whose record is held in memory.
+type recordLock struct {
+	resourcelock.Interface
+	rec     resourcelock.LeaderElectionRecord
+	updates int
+}
+
+func (l *recordLock) Identity() string { return "me" }
+func (l *recordLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec := l.rec
+	return &rec, nil, nil
+}
+func (l *recordLock) Update(_ context.Context, ler resourcelock.LeaderElectionRecord) error {
+	l.updates++
+	l.rec = ler
+	return nil
+}
+
+// TestAStandbyDoesNotTakeOverWhileAnOutageIsMarked: across an outage a standby's elector
+// finds the leader's record expired by its last observation; the takeover waits for the
+// next candidacy, while the leader's own re-acquisition, a renewal and taking a released
+// Lease pass.
+func TestAStandbyDoesNotTakeOverWhileAnOutageIsMarked(t *testing.T) {
+	ctx := context.Background()
+	real := &recordLock{rec: resourcelock.LeaderElectionRecord{HolderIdentity: "other"}}
+	c := newCandidacy(NewGuard(clocktesting.NewFakeClock(t0), time.Second, nil).NewTerm(1), real)
+	lock := c.Lock()
+	if _, _, err := lock.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mine := resourcelock.LeaderElectionRecord{HolderIdentity: "me"}
+
+	c.MarkOutage()
+	if err := lock.Update(ctx, mine); !errors.Is(err, ErrNoTakeoverInOutage) {
+		t.Fatalf("a takeover from another holder during an outage: %v, want ErrNoTakeoverInOutage", err)
+	}
+	if real.updates != 0 {
+		t.Fatal("the refused takeover was written")
+	}
+
+	real.rec.HolderIdentity = "" // released
+	_, _, _ = lock.Get(ctx)
+	if err := lock.Update(ctx, mine); err != nil {
+		t.Fatalf("taking a released Lease during an outage: %v", err)
+	}
+	_, _, _ = lock.Get(ctx) // now names us
+	if err := lock.Update(ctx, mine); err != nil {
+		t.Fatalf("renewing our own record during an outage: %v", err)
+	}
+
+	fresh := newCandidacy(c.Term, &recordLock{rec: resourcelock.LeaderElectionRecord{HolderIdentity: "other"}})
+	freshLock := fresh.Lock()
+	_, _, _ = freshLock.Get(ctx)
+	if err := freshLock.Update(ctx, mine); err != nil {
+		t.Fatalf("a takeover with no outage marked: %v", err)
+	}
+}
