@@ -46,8 +46,8 @@ type Campaign struct {
 	Probe func(ctx context.Context) error
 	Log   logr.Logger
 
-	// ProbeInterval is how often an outage is probed (default 250 ms); RetryMax bounds the
-	// back-off after a failed candidacy (default 5 s).
+	// ProbeInterval is how often an outage, or an absent API server, is probed (default
+	// 250 ms); RetryMax bounds the back-off after a failed candidacy (default 5 s).
 	ProbeInterval, RetryMax time.Duration
 }
 
@@ -138,13 +138,14 @@ func (cp *Campaign) watchOutage(ctx context.Context, c *Candidacy, interval time
 	}
 }
 
-// waitForAPIServer returns once the API server answers, probing every interval, at most
-// waitMax apart, so a candidacy is never built (and its informers never start
-// backing off) while the server is gone, and is built within waitMax of its return. It
-// logs the first failure and then one in ten.
+// waitForAPIServer returns once the API server answers, probing every interval (as an
+// outage is probed), so a candidacy is never built — and its informers never start backing
+// off — while the server is gone, and is built within interval of its return. (make chaos
+// measured a back-off to 1 s here as most of the time from the server's return to the next
+// grant.) It logs the first failure and then one in ten.
 func (cp *Campaign) waitForAPIServer(ctx context.Context, interval time.Duration) error {
 	began := time.Now()
-	for delay, attempt := interval, 0; ; delay, attempt = min(2*delay, waitMax), attempt+1 {
+	for attempt := 0; ; attempt++ {
 		err := cp.Probe(ctx)
 		if err == nil || ctx.Err() != nil {
 			if attempt > 0 && err == nil {
@@ -159,15 +160,10 @@ func (cp *Campaign) waitForAPIServer(ctx context.Context, interval time.Duration
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(delay):
+		case <-time.After(interval):
 		}
 	}
 }
-
-// waitMax bounds the wait between probes of an API server that is away: four cheap
-// requests a second (make chaos measured 1 s here as most of the time from the server's
-// return to the next grant), and a candidacy within 250 ms of its return.
-const waitMax = 250 * time.Millisecond
 
 // release gives the leader Lease up if this process holds it, as client-go does on
 // cancel, but only now: after the last term's runnables stopped.
