@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	clientretry "k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -181,12 +182,16 @@ func TestCampaignEndsATermBeforeTheNextAndRenewsItAfterAnOutage(t *testing.T) {
 	By := func(s string) { t.Log(s) }
 	By("a thief takes the leader Lease: the replica loses leadership and campaigns again in the same process")
 	l := &coordinationv1.Lease{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: leaseName}, l); err != nil {
-		t.Fatal(err)
-	}
-	now := metav1.NewMicroTime(time.Now())
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = ptr.To("thief"), ptr.To[int32](8), &now, &now
-	if err := c.Update(ctx, l); err != nil {
+	// The replica renews every 500 ms: a renewal between the thief's read and write is a
+	// conflict, and the thief reads again.
+	if err := clientretry.RetryOnConflict(clientretry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: leaseName}, l); err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = ptr.To("thief"), ptr.To[int32](8), &now, &now
+		return c.Update(ctx, l)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	second := waitTerm(2, 30*time.Second)
