@@ -29,7 +29,7 @@ all: build
 ##@ Tools
 
 .PHONY: envtest
-envtest: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok from Go modules into bin/k8s/<version> (cached).
+envtest: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok and the fences' S3 and Kafka test servers from Go modules into bin/k8s/<version> (cached).
 	@bash hack/envtest/build.sh "$(KUBEBUILDER_ASSETS)" >/dev/null
 
 $(CONTROLLER_GEN): hack/tools/go.mod

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Puts the control plane the tests run into $1 (default bin/k8s/<version>): etcd and
-# kube-apiserver, kube-scheduler and kube-controller-manager, and kwok, which plays the nodes.
+# kube-apiserver, kube-scheduler and kube-controller-manager, kwok, which plays the nodes,
+# and the S3 and Kafka servers of the fences' tests (versitygw, kfake).
 #
 # First it asks setup-envtest (built from hack/tools) to download etcd and kube-apiserver
 # for the same minor version: seconds, where the internet is reachable. Where it is not
@@ -73,4 +74,8 @@ for cmd in kube-scheduler kube-controller-manager; do
   ln -sfn "$nodes" "$out/$cmd"
 done
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok
+# The servers of the S3 and Kafka fences' tests: versitygw (S3) and franz-go's kfake, run
+# as a broker process of its own by hack/envtest/kfake (no Kafka broker can be installed here).
+build versitygw versitygw github.com/versity/versitygw/cmd/versitygw
+build kfake kfake .
 echo "$out"

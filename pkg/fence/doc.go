@@ -15,6 +15,9 @@
 //   - etcd (package etcdfence) and Redis (package redisfence): the check and the caller's
 //     operations in one transaction of that store; see their docs for what each store
 //     cannot promise (Redis loses a token on a restart without the AOF, or a failover).
+//   - S3-compatible object storage (package s3fence): a pointer object per fenced key,
+//     replaced by a conditional PUT; Kafka (package kafkafence): one transactional ID per
+//     resource, and the token checked on a fence topic in each transaction.
 //   - Kubernetes objects: the ValidatingAdmissionPolicy in config/fence rejects an update of
 //     an object labeled fencing.fencedlease.io/fenced=true, through the object or any
 //     subresource, whose token annotation is lower than the one it carries; Stamp sets the

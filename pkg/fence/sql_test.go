@@ -159,10 +159,10 @@ func semantics(t *testing.T, db *sql.DB, d fence.Dialect) {
 	if err := f.Accept(ctx, tx, "x", 0); err == nil {
 		t.Fatal("token 0 accepted")
 	}
-	if got := counter(reg, "invoices/tenant-7", "stale"); got != 1 {
+	if got := testenv.FenceWrites(reg, "invoices/tenant-7", "stale"); got != 1 {
 		t.Fatalf("stale writes counted: %v", got)
 	}
-	if got := counter(reg, "invoices/tenant-7", "accepted"); got != 4 {
+	if got := testenv.FenceWrites(reg, "invoices/tenant-7", "accepted"); got != 4 {
 		t.Fatalf("accepted writes counted: %v", got)
 	}
 	if bad := (&fence.SQL{Dialect: d, Table: "x; DROP TABLE y"}); bad.CreateTable(ctx, db) == nil {
@@ -267,23 +267,6 @@ func concurrent(t *testing.T, db *sql.DB, d fence.Dialect, serial string) {
 	if len(committed) < writers || writers*each-len(committed) < writers {
 		t.Fatalf("the race did not exercise both outcomes: %d accepted", len(committed))
 	}
-}
-
-// counter is the value of fencedlease_fence_writes_total{resource,result}.
-func counter(reg *prometheus.Registry, resource, result string) float64 {
-	families, _ := reg.Gather()
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if f.GetName() == "fencedlease_fence_writes_total" && labels["resource"] == resource && labels["result"] == result {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }
 
 // The seed's story against MariaDB, across a paused and a crashed server: token 1 writes,

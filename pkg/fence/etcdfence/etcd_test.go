@@ -109,7 +109,7 @@ func TestEtcdFenceRefusesTheOldHoldersLateWrite(t *testing.T) {
 	if stored, err := f.Stored(ctx, "report"); err != nil || (stored != 10 && stored != 11) {
 		t.Fatalf("stored %d, %v; want 10, or 11 if the write sent during the pause landed", stored, err)
 	}
-	if got := staleWrites(t, reg, "report"); got != 2 {
+	if got := testenv.FenceWrites(reg, "report", "stale"); got != 2 {
 		t.Fatalf("stale writes counted: %v, want 2", got)
 	}
 }
@@ -173,25 +173,4 @@ func TestEtcdFenceRefusesOpsOnItsOwnKey(t *testing.T) {
 			t.Fatalf("op %v on the token key was accepted", op)
 		}
 	}
-}
-
-// staleWrites is fencedlease_fence_writes_total{resource, result="stale"} in reg.
-func staleWrites(t *testing.T, reg *prometheus.Registry, resource string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if f.GetName() == "fencedlease_fence_writes_total" && labels["resource"] == resource && labels["result"] == "stale" {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
 }
