@@ -134,7 +134,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d := decide(w)
 	ours := !d.foreignLease
 	if d.leaseFirst() && ours {
-		if w.lease, err = r.revokeOnLease(ctx, w.lease, fl.Status.Holder); err != nil {
+		if w.lease, err = r.revokeOnLease(ctx, fl, d, w.lease); err != nil {
 			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)
 		}
 		r.executedOnLease(fl, d)
@@ -312,24 +312,29 @@ func readByUID[T client.Object](ctx context.Context, reader client.Reader, obj T
 	return obj, nil
 }
 
-// revokeOnLease ends grant h on the Lease before the status records the revocation: it
-// clears the holder (and its UID, which tells this from a holder's own release) with the
-// resourceVersion read before the decision. A renewal that landed since makes it fail
-// with a Conflict, and the reconcile starts over and sees that renewal: the rule of
-// client-go's tryAcquireOrRenew. It returns the Lease as written.
-func (r *Reconciler) revokeOnLease(ctx context.Context, lease *coordinationv1.Lease, h *fencingv1.Holder) (*coordinationv1.Lease, error) {
-	if !shows(lease, h) {
+// revokeOnLease ends the status's grant on the Lease with a compare-and-swap on the
+// version read, before the status records anything (X3, C1), so a renewal that landed
+// since wins and the decision is made again. When the decision grants the next pod too,
+// the same write names it (X3 with G2: the hand-over): its token is the status's next,
+// and the Lease is its first record — a status write that fails after it is finished by
+// the next reconcile, which adopts the grant off the Lease (adoptRule).
+func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLease, d decision, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	if !shows(lease, fl.Status.Holder) {
 		return lease, nil // the grant never reached the Lease: nobody could renew it
 	}
-	cleared := lease.DeepCopy()
-	cleared.Spec.HolderIdentity = nil
-	delete(cleared.Annotations, fencingv1.HolderUIDAnnotation)
-	err := r.Update(ctx, cleared)
+	next := lease.DeepCopy()
+	if d.grant != nil {
+		next = leaseShowing(fl, &d.status, lease, renewal{})
+	} else {
+		next.Spec.HolderIdentity = nil
+		delete(next.Annotations, fencingv1.HolderUIDAnnotation)
+	}
+	err := r.Update(ctx, next)
 	r.ownWrites.after(lease.UID, lease.ResourceVersion, err)
 	if err != nil {
 		return nil, err
 	}
-	return cleared, nil
+	return next, nil
 }
 
 // writeStatus writes the decided status with the resourceVersion that was read: a
@@ -396,7 +401,9 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		log.Info("granted", "pod", klog.KObj(pod), "token", h.Token)
 		r.event(fl, pod, corev1.EventTypeNormal, "Granted", "Grant",
 			"granted token %d to pod %s", h.Token, h.PodName)
-		r.Metrics.granted(r.Clock.Since(t.podCreated))
+		if !t.podCreated.IsZero() {
+			r.Metrics.granted(r.Clock.Since(t.podCreated))
+		}
 	}
 	r.Metrics.setStatus(key, d.status)
 }

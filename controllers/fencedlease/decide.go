@@ -64,6 +64,9 @@ type input struct {
 	// it is not unschedulable, or already counts).
 	cannotStart       string
 	unschedulableLeft time.Duration
+	// handedOver: the Lease names the next grant already — the hand-over's
+	// compare-and-swap (X3 with G2) landed, and the status write after it did not.
+	handedOver bool
 }
 
 // classify reads the Lease and the clocks for grant h (nil: none).
@@ -74,6 +77,7 @@ func classify(w world, h *fencingv1.Holder) input {
 		return in
 	}
 	in.state = in.record.State(w.fl.Name, h.PodName, h.PodUID, h.Token)
+	in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.fl.Status.FencingToken)
 	in.started = h.FirstRenewTime != nil || in.state == leaserecord.StateRenewed ||
 		(in.state == leaserecord.StateCutOff || in.state == leaserecord.StateReleased) && in.record.Renewed()
 	in.revokeRequested = revokeRequested(w.fl, h)
@@ -129,7 +133,15 @@ func decide(w world) decision {
 	}
 	waiting := candidates(w.pods, st, ended)
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
-	if delayLeft > 0 && st.Holder == nil {
+	if in.handedOver && st.Holder == nil {
+		t := adoptRule(w, in.record)
+		d.grant = &t
+		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == t.holder.PodUID })
+		st.FencingToken = max(st.FencingToken, t.holder.Token)
+		st.Transitions++
+		st.Holder = t.holder.DeepCopy()
+		d.requeueAfter = t.requeueAfter
+	} else if delayLeft > 0 && st.Holder == nil {
 		d.requeueAfter = delayLeft // G1 waits out the lock-delay (X8)
 	} else if t, ok := grantRule(w, st, waiting); ok {
 		d.grant = &t
@@ -195,6 +207,34 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 	}
 	return transition{kind: grant, rule: "grant", holder: h, podCreated: next.CreationTimestamp.Time,
 		requeueAfter: startupDeadline(&h, fl)}, true
+}
+
+// adoptRule: the Lease names the next grant already (the hand-over's compare-and-swap,
+// X3 with G2) and the status does not: the status records that grant as the Lease has it
+// (G1 after the fact), so a grant a Warm holder may already work under is never made
+// again to another pod. Its startup deadline counts from this process's first look.
+func adoptRule(w world, rec leaserecord.Record) transition {
+	acquire := rec.AcquireTime
+	if acquire == nil {
+		acquire = microTime(w.now)
+	}
+	h := fencingv1.Holder{
+		PodName:                rec.Holder,
+		PodUID:                 rec.HolderUID,
+		Token:                  rec.Token,
+		AcquireTime:            *acquire.DeepCopy(),
+		LastRenewTime:          acquire.DeepCopy(),
+		LeaseDurationSeconds:   specDurationSeconds(w.fl),
+		StartupDeadlineSeconds: specStartupSeconds(w.fl),
+	}
+	if rec.DurationSeconds > 0 {
+		h.LeaseDurationSeconds = rec.DurationSeconds
+	}
+	t := transition{kind: grant, rule: "adopt the handed-over grant", holder: h, requeueAfter: startupDeadline(&h, w.fl)}
+	if p := findPod(w.pods, rec.HolderUID); p != nil {
+		t.podCreated = p.CreationTimestamp.Time
+	}
+	return t
 }
 
 // recordLastRenewal moves status.holder.lastRenewTime to the last renewal this process saw

@@ -72,12 +72,20 @@
 //	    renewed, HandoffTimeout if its hand-off grace period had ended, else LeaseExpired.
 //	X3. Clear the Lease's holder and UID with the resourceVersion read (the
 //	    compare-and-swap of client-go's tryAcquireOrRenew): a renewal that landed since
-//	    wins, and the decision is made again. This process remembers the reason and the
-//	    lateness (tracker: revoking) until X4 lands.
+//	    wins, and the decision is made again. When the same decision grants the next pod
+//	    (G1), this one write names it instead (the hand-over: holder, UID, token+1, times,
+//	    as G2 writes them): the Lease is the grant's first record, and a Warm holder can
+//	    start on it at once. Safe without a status write first: token+1 is used on the
+//	    Lease only by a compare-and-swap from the Lease that shows the status's token, the
+//	    Lease's token only rises, and every decision floors the status's token at the
+//	    Lease's, so no later grant can take it again. This process remembers the reason
+//	    and the lateness (tracker: revoking) until X4 lands.
 //	X4. Write the status: lastRevocation, revocations+1, no holder (and G1 for the next).
-//	    Crash or conflict after X3: the Lease shows the grant cut off; the next reconcile
-//	    finishes X4 with the remembered reason and lateness, or — a restarted process —
-//	    with the expiry reason the Lease implies (finishRevocationRule).
+//	    Crash or conflict after X3: the Lease shows the grant cut off, or handed over; the
+//	    next reconcile finishes X4 with the remembered reason and lateness, or — a
+//	    restarted process — with the reason the Lease implies (finishRevocationRule: an
+//	    expiry, or RevokeRequested while the request stands), and records the handed-over
+//	    grant as the Lease shows it (adoptRule), never another.
 //	X5. Mark the pod Revoked, without the holder label (one patch).
 //	X6. Delete the pod under DeletePod, and whatever the policy when it never renewed
 //	    (it never ran; kept, it could still start with a dead token).

@@ -2,15 +2,18 @@ package fencedlease
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
 )
 
 // failingStatus refuses the next status write with a Conflict while armed: the write X4
@@ -138,4 +141,87 @@ func TestAnExpiredDrainingHolderStaysLeaseExpiredAfterAFailedStatusWrite(t *test
 	if n, sum := m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum(); n != 1 || sum < 0.9 || sum > 1.2 {
 		t.Fatalf("lateness histogram has %d samples summing to %.3fs, want one of about 1s", n, sum)
 	}
+}
+
+func (f *casFixture) lease(t *testing.T) *coordinationv1.Lease {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := f.c.Get(context.Background(), key, l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The hand-over (X3 with G2): an expired holder's grant moves to the next pod in one
+// compare-and-swap of the Lease, not a clear and a second write; the status then
+// records what the Lease already shows, and the Lease is not written again.
+func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
+	f := newCASFixture(t)
+	before := f.lease(t).ResourceVersion
+	f.clock.Step(11 * time.Second)
+	f.reconcile(t)
+	if name, token, revocations := f.holder(t); name != "b" || token != 2 || revocations != 1 {
+		t.Fatalf("holder %s token %d revocations %d, want b token 2", name, token, revocations)
+	}
+	l := f.lease(t)
+	if got := leaserecord.Read(l); !got.Shows("b", "uid-b", 2) {
+		t.Fatalf("the Lease shows %+v, want b's grant of token 2", got)
+	}
+	if writes := rvDistance(t, before, l.ResourceVersion); writes != 1 {
+		t.Fatalf("the Lease was written %d times in the failover, want 1", writes)
+	}
+}
+
+// A hand-over whose status write fails (a conflict, a crash) is finished by the next
+// reconcile — of this process or a restarted one — by adopting the grant the Lease shows:
+// b keeps token 2, even when another candidate (c, older) would come first now, and the
+// revocation keeps its reason.
+func TestAHandOverWhoseStatusWriteFailedIsAdoptedOffTheLease(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		f := newCASFixture(t)
+		f.renew(t)
+		f.reconcile(t) // a renewed at t0: it runs on its 10 s lease from here
+		f.clock.Step(11 * time.Second)
+		fs := f.failStatusOnce()
+		f.reconcile(t)
+		if fs.armed {
+			t.Fatal("the status write was never tried")
+		}
+		if name, _, _ := f.holder(t); name != "a" {
+			t.Fatalf("the failed status write landed anyway: holder %q", name)
+		}
+		if got := leaserecord.Read(f.lease(t)); !got.Shows("b", "uid-b", 2) {
+			t.Fatalf("the hand-over did not reach the Lease: %+v", got)
+		}
+		c := pod("c", t0.Add(-time.Second)) // older than b: the grant rule would pick it first
+		if err := f.c.Create(context.Background(), &c); err != nil {
+			t.Fatal(err)
+		}
+		if restart {
+			f.r.tracker = newRenewalTracker(f.clock)
+		}
+		f.clock.Step(100 * time.Millisecond)
+		f.reconcile(t)
+		if name, token, revocations := f.holder(t); name != "b" || token != 2 || revocations != 1 {
+			t.Fatalf("restart=%v: holder %s token %d revocations %d, want b adopted with token 2", restart, name, token, revocations)
+		}
+		if rv := f.lastRevocation(t); rv.Reason != fencingv1.ReasonLeaseExpired || rv.Token != 1 || rv.PodName != "a" {
+			t.Fatalf("restart=%v: revocation %+v, want a's token 1 as LeaseExpired", restart, rv)
+		}
+		if got := leaserecord.Read(f.lease(t)); !got.Shows("b", "uid-b", 2) {
+			t.Fatalf("restart=%v: the Lease moved on after the adoption: %+v", restart, got)
+		}
+	}
+}
+
+// rvDistance is how many writes lie between two resourceVersions of one object in the
+// fake client, which counts them up by one.
+func rvDistance(t *testing.T, from, to string) int {
+	t.Helper()
+	a, err1 := strconv.Atoi(from)
+	b, err2 := strconv.Atoi(to)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("resourceVersions %q, %q", from, to)
+	}
+	return b - a
 }

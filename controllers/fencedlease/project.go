@@ -20,13 +20,31 @@ import (
 // always the high-water token, so the Lease outlives the FencedLease as its tombstone.
 // Writes carry the resourceVersion that was read.
 func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, last renewal) error {
-	st := &fl.Status
 	if lease == nil {
-		if st.Holder == nil && st.FencingToken == 0 {
+		if fl.Status.Holder == nil && fl.Status.FencingToken == 0 {
 			return nil
 		}
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fl.Namespace, Name: fl.Name}}
 	}
+	want := leaseShowing(fl, &fl.Status, lease, last)
+	if lease.ResourceVersion == "" {
+		err := r.Create(ctx, want)
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil // the namespace and its tokens end together; nothing can be created there
+		}
+		return err
+	}
+	if equality.Semantic.DeepEqual(lease, want) {
+		return nil
+	}
+	err := r.Update(ctx, want)
+	r.ownWrites.after(lease.UID, lease.ResourceVersion, err)
+	return err
+}
+
+// leaseShowing is lease as it shows status st of fl: the holder (G2) or no holder, and
+// always the high-water token.
+func leaseShowing(fl *fencingv1.FencedLease, st *fencingv1.FencedLeaseStatus, lease *coordinationv1.Lease, last renewal) *coordinationv1.Lease {
 	want := lease.DeepCopy()
 	if want.Labels == nil {
 		want.Labels = map[string]string{}
@@ -70,20 +88,7 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 		delete(want.Annotations, fencingv1.HolderUIDAnnotation)
 		delete(want.Annotations, fencingv1.SuccessorAnnotation)
 	}
-
-	if lease.ResourceVersion == "" {
-		err := r.Create(ctx, want)
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return nil // the namespace and its tokens end together; nothing can be created there
-		}
-		return err
-	}
-	if equality.Semantic.DeepEqual(lease, want) {
-		return nil
-	}
-	err := r.Update(ctx, want)
-	r.ownWrites.after(lease.UID, lease.ResourceVersion, err)
-	return err
+	return want
 }
 
 // syncPods makes the pods show the status: a former holder is marked Revoked or

@@ -59,17 +59,24 @@ func foreignLeaseRule(in *input) (transition, bool) {
 	return transition{kind: keep, requeueAfter: conflictRecheck}, true
 }
 
-// finishRevocationRule: the Lease shows this grant cut off (X3 done) and the status does
-// not record the revocation (X4 failed: a conflict, a crash). Finish it with the reason it
-// was decided for — this process remembers it (with its lateness) until X4 lands; a
-// restarted one reads it off the Lease: a cut-off it did not make on purpose (no hand-off
-// asked, no revoke requested) can only be an expiry.
+// finishRevocationRule: the Lease shows this grant cut off (X3 done), or already handed
+// over to the next grant (X3 with G2), and the status does not record the revocation (X4
+// failed: a conflict, a crash). Finish it with the reason it was decided for — this
+// process remembers it (with its lateness) until X4 lands; a restarted one reads it off
+// the Lease: a cut-off or hand-over it did not make on purpose (no hand-off asked, no
+// revoke requested) can only be an expiry.
 func finishRevocationRule(in *input) (transition, bool) {
-	if in.state != leaserecord.StateCutOff {
+	if in.state != leaserecord.StateCutOff && !in.handedOver {
 		return transition{}, false
 	}
 	if p := in.renewal.revoking; p.reason != "" {
 		return transition{kind: revoke, revocation: p.reason, message: p.message, lateness: p.lateness}, true
+	}
+	if in.handedOver && in.revokeRequested {
+		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
+	}
+	if in.handedOver {
+		return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
 	}
 	if waitingOutCutOff(in.record, in.fl, in.h) {
 		return transition{}, false // cut off on purpose (C1): cutOffRunsOutRule

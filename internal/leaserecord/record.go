@@ -122,6 +122,13 @@ func (r Record) ReleasedBy(token int64) bool { return r.Cleared(token) && r.HasH
 // revoke request (C1). The holder can renew no more.
 func (r Record) CutOff(token int64) bool { return r.Cleared(token) && !r.HasHolderUID }
 
+// Ahead is true when the Lease names a grant (a holder and its UID) with a token above
+// token: the operator's hand-over moved the grant on the Lease in one compare-and-swap,
+// and a status that shows token does not record it yet.
+func (r Record) Ahead(token int64) bool {
+	return r.Exists && r.Holder != "" && r.HasHolderUID && r.Token > token
+}
+
 // State is the Lease's state as seen from one FencedLease, relative to the grant of
 // token (0: the status names no holder).
 type State string
