@@ -40,7 +40,8 @@
 //	    scheduling gate removed — only now can a Cold pod start, with FENCING_TOKEN
 //	    resolved; a Warm one's workload learns of the grant from the Lease (G2), on its
 //	    watch. Demotions of earlier pods come first and drop the holder label in the same
-//	    patch that marks them, so no two pods are ever marked Holding, or labeled, at once.
+//	    patch that marks them, so no two pods are ever marked Holding, or labeled, at once;
+//	    a revoked pod's deletion (X6) comes after this patch, off a Cold holder's way.
 //
 // Renew (the holder, pkg/holder or the agent; the controller only observes):
 //

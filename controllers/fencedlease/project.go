@@ -92,10 +92,11 @@ func leaseShowing(fl *fencingv1.FencedLease, st *fencingv1.FencedLeaseStatus, le
 }
 
 // syncPods makes the pods show the status: a former holder is marked Revoked or
-// Released and loses the holder label in that same write (and a revoked one is deleted
-// under DeletePod), then the holder gets its token, state Holding, the holder label, and
-// loses the scheduling gate (G3) so it can start, in one write. Demotions come first, so
-// no two pods are ever marked Holding, or labeled holder, at once.
+// Released and loses the holder label in that same write, then the holder gets its token,
+// state Holding, the holder label, and loses the scheduling gate (G3) so it can start, in
+// one write; last, a revoked pod is deleted under DeletePod (X6) — after the holder's
+// write, which a Cold holder waits for to start. Demotions come first, so no two pods are
+// ever marked Holding, or labeled holder, at once.
 func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
 	st := &fl.Status
 	var holder *corev1.Pod
@@ -109,15 +110,24 @@ func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, po
 			return err
 		}
 	}
-	if holder == nil || holder.DeletionTimestamp != nil {
-		return nil
+	if holder != nil && holder.DeletionTimestamp == nil {
+		if err := r.patchPod(ctx, holder, func(p *corev1.Pod) {
+			setAnnotation(p, fencingv1.TokenAnnotation, formatToken(st.Holder.Token))
+			setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(st.Holder)))
+			setLabel(p, fencingv1.HolderLabel, "true")
+			p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
+		}); err != nil {
+			return err
+		}
 	}
-	return r.patchPod(ctx, holder, func(p *corev1.Pod) {
-		setAnnotation(p, fencingv1.TokenAnnotation, formatToken(st.Holder.Token))
-		setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(st.Holder)))
-		setLabel(p, fencingv1.HolderLabel, "true")
-		p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
-	})
+	for i := range pods {
+		if p := &pods[i]; holder == nil || p.UID != holder.UID {
+			if err := r.deleteRevoked(ctx, fl, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // demote finishes the end of a grant on a pod that no longer holds one: the last revoked
@@ -132,20 +142,24 @@ func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *c
 		next = fencingv1.PodReleased
 	}
 	if _, labeled := p.Labels[fencingv1.HolderLabel]; next != podState(p) || labeled {
-		if err := r.patchPod(ctx, p, func(p *corev1.Pod) {
+		return r.patchPod(ctx, p, func(p *corev1.Pod) {
 			setAnnotation(p, fencingv1.StateAnnotation, string(next))
 			delete(p.Labels, fencingv1.HolderLabel)
-		}); err != nil {
-			return err
-		}
+		})
 	}
-	if podState(p) == fencingv1.PodRevoked && p.DeletionTimestamp == nil && mustDelete(fl, p) {
-		err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting revoked pod %s: %w", p.Name, err)
-		}
-		r.ownWrites.wrote(p.UID, p.ResourceVersion)
+	return nil
+}
+
+// deleteRevoked deletes a pod marked Revoked that must go (mustDelete), by UID.
+func (r *Reconciler) deleteRevoked(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
+	if podState(p) != fencingv1.PodRevoked || p.DeletionTimestamp != nil || !mustDelete(fl, p) {
+		return nil
 	}
+	err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting revoked pod %s: %w", p.Name, err)
+	}
+	r.ownWrites.wrote(p.UID, p.ResourceVersion)
 	return nil
 }
 
