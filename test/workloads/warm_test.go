@@ -301,7 +301,7 @@ func expectDeploymentComplete(d *appsv1.Deployment, replicas int32) {
 		}
 		g.Expect(progressing).NotTo(BeNil())
 		g.Expect(progressing.Reason).To(Equal("NewReplicaSetAvailable"), "kubectl rollout status reports complete")
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed()) // the workload controllers and kwok, on a loaded machine
 }
 
 func expectStatefulSetComplete(s *appsv1.StatefulSet, replicas int32) {
@@ -312,5 +312,5 @@ func expectStatefulSetComplete(s *appsv1.StatefulSet, replicas int32) {
 		g.Expect(s.Status.ReadyReplicas).To(Equal(replicas))
 		g.Expect(s.Status.UpdatedReplicas).To(Equal(replicas))
 		g.Expect(s.Status.CurrentRevision).To(Equal(s.Status.UpdateRevision), "kubectl rollout status reports complete")
-	}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	}).WithTimeout(2 * timeout).WithPolling(poll).Should(Succeed()) // the workload controllers and kwok, on a loaded machine
 }
