@@ -133,23 +133,25 @@ func decide(w world) decision {
 	}
 	waiting := candidates(w.pods, st, ended)
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
-	if in.handedOver && st.Holder == nil {
-		t := adoptRule(w, in.record)
-		d.grant = &t
-		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == t.holder.PodUID })
-		st.FencingToken = max(st.FencingToken, t.holder.Token)
-		st.Transitions++
-		st.Holder = t.holder.DeepCopy()
-		d.requeueAfter = t.requeueAfter
-	} else if delayLeft > 0 && st.Holder == nil {
+	var next *transition
+	switch {
+	case in.handedOver && st.Holder == nil:
+		t := adoptRule(w, in.record) // the grant the hand-over already made
+		next = &t
+	case delayLeft > 0 && st.Holder == nil:
 		d.requeueAfter = delayLeft // G1 waits out the lock-delay (X8)
-	} else if t, ok := grantRule(w, st, waiting); ok {
-		d.grant = &t
-		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == t.holder.PodUID })
-		st.FencingToken = t.holder.Token
+	default:
+		if t, ok := grantRule(w, st, waiting); ok {
+			next = &t
+		}
+	}
+	if next != nil {
+		d.grant = next
+		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == next.holder.PodUID })
+		st.FencingToken = max(st.FencingToken, next.holder.Token)
 		st.Transitions++
-		st.Holder = t.holder.DeepCopy()
-		d.requeueAfter = t.requeueAfter
+		st.Holder = next.holder.DeepCopy()
+		d.requeueAfter = next.requeueAfter
 	}
 	st.Waiting = int32(len(waiting))
 	setHeldCondition(st, fl, "", delayLeft > 0)
