@@ -134,12 +134,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d := decide(w)
 	ours := !d.foreignLease
 	if d.leaseFirst() && ours {
+		handsOver := d.handsOver(w)
 		if w.lease, err = r.revokeOnLease(ctx, fl, d, w.lease); err != nil {
 			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)
 		}
-		r.executedOnLease(fl, d)
+		r.executedOnLease(fl, d, handsOver)
 	}
-	if err := r.writeStatus(ctx, fl, d); err != nil {
+	if d.statusWait > 0 {
+		// The Lease holds the grant: the pods follow it now, and the status records it
+		// with the first renewal, or when the wait is over (deferStatus).
+		fl.Status = d.status
+	} else if err := r.writeStatus(ctx, fl, d); err != nil {
 		return ctrl.Result{}, err
 	}
 	if ours {
@@ -158,16 +163,21 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
 }
 
-// executedOnLease follows a Lease cleared before the status write (X3, C1): a revocation
-// is remembered with its reason until the status records it, and a cut-off on request is
-// told to the user now, while the grant still runs out.
-func (r *Reconciler) executedOnLease(fl *fencingv1.FencedLease, d decision) {
+// executedOnLease follows a Lease cleared (or handed over) before the status write (X3,
+// C1): a revocation is remembered with its reason, and when the hand-over happened, until
+// the status records it, and a cut-off on request is told to the user now, while the
+// grant still runs out.
+func (r *Reconciler) executedOnLease(fl *fencingv1.FencedLease, d decision, handedOver bool) {
 	h, key := fl.Status.Holder, client.ObjectKeyFromObject(fl)
 	switch t := d.end; {
 	case t.kind == revoke:
-		r.tracker.revokingOnLease(key, h.PodUID, h.Token, pendingRevocation{reason: t.revocation, message: t.message, lateness: t.lateness})
+		p := pendingRevocation{reason: t.revocation, message: t.message, lateness: t.lateness, at: d.now}
+		if handedOver {
+			p.handedOverAt = d.now
+		}
+		r.tracker.revokingOnLease(key, h.PodUID, h.Token, p)
 	case d.revokeRequested():
-		r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), corev1.EventTypeWarning, "RevokeRequested", "Revoke",
+		r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), true, corev1.EventTypeWarning, "RevokeRequested", "Revoke",
 			"revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
 			h.Token, h.PodName, fencingv1.RevokeAnnotation, d.requeueAfter.Round(time.Millisecond))
 	}
@@ -368,7 +378,11 @@ func (r *Reconciler) statusWritten(fl *fencingv1.FencedLease, d decision) {
 		r.tracker.handoffAsked(key, h.PodUID, h.Token, d.now)
 	}
 	if rv := d.revoked(); rv != nil && rv.DelaySeconds > 0 {
-		r.tracker.delayStarted(key, rv.PodUID, rv.Token, d.now) // X8 counts from the revocation
+		at := d.now
+		if !d.end.at.IsZero() {
+			at = d.end.at
+		}
+		r.tracker.delayStarted(key, rv.PodUID, rv.Token, at) // X8 counts from the revocation
 	}
 }
 
@@ -383,7 +397,7 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		if rv.Message != "" {
 			detail += " (" + rv.Message + ")"
 		}
-		r.event(fl, pod, corev1.EventTypeWarning, "Revoked", "Revoke",
+		r.event(fl, pod, d.grant == nil, corev1.EventTypeWarning, "Revoked", "Revoke",
 			"revoked token %d of pod %s: %s", rv.Token, rv.PodName, detail)
 		r.Metrics.revoked(rv.Reason, t.lateness)
 	}
@@ -391,7 +405,7 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		h := t.holder
 		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
 		log.Info("released", "pod", klog.KObj(pod), "token", h.Token, "reason", t.release)
-		r.event(fl, pod, corev1.EventTypeNormal, "Released", "Release",
+		r.event(fl, pod, d.grant == nil, corev1.EventTypeNormal, "Released", "Release",
 			"pod %s released token %d: %s", h.PodName, h.Token, t.release)
 		r.Metrics.released(t.release)
 	}
@@ -399,22 +413,27 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		h := t.holder
 		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
 		log.Info("granted", "pod", klog.KObj(pod), "token", h.Token)
-		r.event(fl, pod, corev1.EventTypeNormal, "Granted", "Grant",
+		r.event(fl, pod, true, corev1.EventTypeNormal, "Granted", "Grant",
 			"granted token %d to pod %s", h.Token, h.PodName)
 		if !t.podCreated.IsZero() {
-			r.Metrics.granted(r.Clock.Since(t.podCreated))
+			r.Metrics.granted(h.AcquireTime.Sub(t.podCreated)) // the grant's time: its status write may have waited
 		}
 	}
 	r.Metrics.setStatus(key, d.status)
 }
 
-// event records the same event on the FencedLease and on the pod, each naming the other.
-func (r *Reconciler) event(fl *fencingv1.FencedLease, pod *corev1.Pod, kind, reason, action, format string, args ...any) {
+// event records an event on the FencedLease naming the pod, and — onPod — the same event
+// on the pod naming the FencedLease. A grant that ends as the next begins (a failover) is
+// told on the FencedLease only: its pod shows state Revoked or Released, and is usually
+// deleted, so the pod's event would be one more write in the failover for nobody.
+func (r *Reconciler) event(fl *fencingv1.FencedLease, pod *corev1.Pod, onPod bool, kind, reason, action, format string, args ...any) {
 	if r.Recorder == nil {
 		return
 	}
 	r.Recorder.Eventf(fl, pod, kind, reason, action, format, args...)
-	r.Recorder.Eventf(pod, fl, kind, reason, action, format, args...)
+	if onPod {
+		r.Recorder.Eventf(pod, fl, kind, reason, action, format, args...)
+	}
 }
 
 func podRef(ns, name string, uid types.UID) *corev1.Pod {

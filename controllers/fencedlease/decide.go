@@ -134,8 +134,9 @@ func decide(w world) decision {
 	waiting := candidates(w.pods, st, ended)
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
 	var next *transition
+	adopted := in.handedOver && st.Holder == nil
 	switch {
-	case in.handedOver && st.Holder == nil:
+	case adopted:
 		t := adoptRule(w, in.record) // the grant the hand-over already made
 		next = &t
 	case delayLeft > 0 && st.Holder == nil:
@@ -157,6 +158,7 @@ func decide(w world) decision {
 	setHeldCondition(st, fl, "", delayLeft > 0)
 	setReadyCondition(st, fl)
 	d.recordLastRenewal(w)
+	d.deferStatus(w, &in, adopted)
 	return d
 }
 
@@ -168,12 +170,15 @@ func (d *decision) apply(in *input) {
 	st := &d.status
 	switch t.kind {
 	case revoke:
-		h := st.Holder
+		h, at := st.Holder, in.now
+		if !t.at.IsZero() {
+			at = t.at // decided earlier, recorded now (a hand-over's status write waited)
+		}
 		st.LastRevocation = &fencingv1.Revocation{PodName: h.PodName, PodUID: h.PodUID, Token: h.Token,
-			Reason: t.revocation, Message: truncate(t.message, 1024), Time: *microTime(in.now)}
+			Reason: t.revocation, Message: truncate(t.message, 1024), Time: *microTime(at)}
 		if delay := revocationDelay(in.fl, t.revocation); delay > 0 {
 			st.LastRevocation.DelaySeconds = delay
-			st.LastRevocation.NextGrantTime = microTime(in.now.Add(time.Duration(delay) * time.Second))
+			st.LastRevocation.NextGrantTime = microTime(at.Add(time.Duration(delay) * time.Second))
 		}
 		st.Revocations++
 		st.Holder = nil
@@ -231,6 +236,10 @@ func adoptRule(w world, rec leaserecord.Record) transition {
 	}
 	if rec.DurationSeconds > 0 {
 		h.LeaseDurationSeconds = rec.DurationSeconds
+	}
+	if rec.Renewed() {
+		// Its holder renewed already (R2): recorded in the same write as the grant.
+		h.FirstRenewTime, h.LastRenewTime = microTime(w.now), microTime(w.now)
 	}
 	t := transition{kind: grant, rule: "adopt the handed-over grant", holder: h, requeueAfter: startupDeadline(&h, w.fl)}
 	if p := findPod(w.pods, rec.HolderUID); p != nil {

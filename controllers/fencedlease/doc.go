@@ -9,9 +9,10 @@
 //     resourceVersion precondition, and a CEL rule on the status that forbids lowering
 //     it); the Lease keeps the high-water token after the FencedLease is deleted, and a
 //     re-created FencedLease continues above it.
-//   - At most one pod is granted at a time, as judged by this controller: the status names
-//     at most one holder, and a new holder is named only in the same write that ends the
-//     previous grant.
+//   - At most one pod is granted at a time, as judged by this controller: the Lease and
+//     the status each name at most one holder, and a new holder is named only in the
+//     same write that ends the previous grant — the status's write, or in a failover the
+//     Lease's compare-and-swap (the hand-over, X3), which the status then follows.
 //
 // # The protocol, step by step
 //
@@ -52,7 +53,8 @@
 //	    own monotonic clock (tracker.go); a new process gives every holder a full lease
 //	    from its first look. The first renewal is recorded once in the status
 //	    (firstRenewTime): from there the grant runs on its lease duration, before it on
-//	    its startup deadline. A renewal alone costs no status write.
+//	    its startup deadline. A renewal alone costs no status write; a first renewal
+//	    after a hand-over shares the hand-over's status write (X4).
 //
 // Release (releasedRule) — a grant ended without fault:
 //
@@ -82,6 +84,12 @@
 //	    Lease's, so no later grant can take it again. This process remembers the reason
 //	    and the lateness (tracker: revoking) until X4 lands.
 //	X4. Write the status: lastRevocation, revocations+1, no holder (and G1 for the next).
+//	    After a hand-over the write waits for the new holder's first renewal, at most
+//	    coalesceWindow (2 s, half a short lease) on this process's clock (deferStatus),
+//	    so one write records the revocation, the grant and the first renewal (R2); the
+//	    pods follow the decided status at once (G3, X5, X6), so a Cold holder starts
+//	    without it. Meanwhile the status still names the old holder: the Lease, not the
+//	    status, is the grant's record, and every decision reads it first.
 //	    Crash or conflict after X3: the Lease shows the grant cut off, or handed over; the
 //	    next reconcile finishes X4 with the remembered reason and lateness, or — a
 //	    restarted process — with the reason the Lease implies (finishRevocationRule: an

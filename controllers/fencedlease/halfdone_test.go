@@ -8,7 +8,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,8 +86,9 @@ func TestARevokeRequestOfANeverRenewedGrantFinishesAtOnceAfterAFailedStatusWrite
 			fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
 		}, false)
 		f.clock.Step(time.Second)
+		f.reconcile(t) // handed over to b on the Lease; the status waits for b's first renewal
 		fs := f.failStatusOnce()
-		f.reconcile(t)
+		f.pastCoalesce(t)
 		if fs.armed {
 			t.Fatal("the status write was never tried")
 		}
@@ -121,8 +124,9 @@ func TestAnExpiredDrainingHolderStaysLeaseExpiredAfterAFailedStatusWrite(t *test
 	f.reconcile(t) // the grace period starts; 30 s, far longer than the lease
 
 	f.clock.Step(11 * time.Second) // expired a second ago, the grace period not over
+	f.reconcile(t)                 // handed over on the Lease; the status waits
 	f.failStatusOnce()
-	f.reconcile(t)
+	f.pastCoalesce(t)
 	if name, _, _ := f.holder(t); name != "a" {
 		t.Fatalf("the failed status write landed anyway: holder %q", name)
 	}
@@ -153,16 +157,15 @@ func (f *casFixture) lease(t *testing.T) *coordinationv1.Lease {
 }
 
 // The hand-over (X3 with G2): an expired holder's grant moves to the next pod in one
-// compare-and-swap of the Lease, not a clear and a second write; the status then
-// records what the Lease already shows, and the Lease is not written again.
+// compare-and-swap of the Lease, not a clear and a second write; b's pod gets its token
+// at once; the status then records, in one write with b's first renewal, what the Lease
+// already shows, and the Lease is not written again.
 func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	f := newCASFixture(t)
-	before := f.lease(t).ResourceVersion
+	before, statusBefore := f.lease(t).ResourceVersion, f.fl(t).ResourceVersion
 	f.clock.Step(11 * time.Second)
+	handedOverAt := f.clock.Now()
 	f.reconcile(t)
-	if name, token, revocations := f.holder(t); name != "b" || token != 2 || revocations != 1 {
-		t.Fatalf("holder %s token %d revocations %d, want b token 2", name, token, revocations)
-	}
 	l := f.lease(t)
 	if got := leaserecord.Read(l); !got.Shows("b", "uid-b", 2) {
 		t.Fatalf("the Lease shows %+v, want b's grant of token 2", got)
@@ -170,6 +173,92 @@ func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	if writes := rvDistance(t, before, l.ResourceVersion); writes != 1 {
 		t.Fatalf("the Lease was written %d times in the failover, want 1", writes)
 	}
+	if token := f.pod(t, "b").Annotations[fencingv1.TokenAnnotation]; token != "2" {
+		t.Fatalf("b's pod shows token %q right after the hand-over, want 2", token)
+	}
+	if name, _, _ := f.holder(t); name != "a" {
+		t.Fatalf("the status was written before b's first renewal: holder %s", name)
+	}
+
+	f.clock.Step(300 * time.Millisecond)
+	f.renew(t) // b's first renewal
+	f.reconcile(t)
+	if name, token, revocations := f.holder(t); name != "b" || token != 2 || revocations != 1 {
+		t.Fatalf("holder %s token %d revocations %d, want b token 2", name, token, revocations)
+	}
+	fl := f.fl(t)
+	if fl.Status.Holder.FirstRenewTime == nil || !meta.IsStatusConditionTrue(fl.Status.Conditions, fencingv1.ConditionReady) {
+		t.Fatalf("b's first renewal is not recorded with its grant: %+v", fl.Status)
+	}
+	if writes := rvDistance(t, statusBefore, fl.ResourceVersion); writes != 1 {
+		t.Fatalf("the FencedLease was written %d times in the failover and the first renewal, want 1", writes)
+	}
+	if rv := fl.Status.LastRevocation; !rv.Time.Equal(microTime(handedOverAt)) || !fl.Status.Holder.AcquireTime.Equal(microTime(handedOverAt)) {
+		t.Fatalf("revoked at %v, b granted at %v: want both at the hand-over, %v, not when the status was written", rv.Time, fl.Status.Holder.AcquireTime, handedOverAt)
+	}
+	f.clock.Step(time.Second)
+	f.reconcile(t)
+	if writes := rvDistance(t, statusBefore, f.fl(t).ResourceVersion); writes != 1 {
+		t.Fatalf("the FencedLease was written again after the failover: %d writes", writes)
+	}
+}
+
+// A hand-over whose holder does not renew within the wait (a Cold pod still starting) is
+// recorded when the wait is over, not later: as a grant that has not renewed yet. A
+// process that did not make the hand-over (restarted) records it at its first look.
+func TestAHandOverIsRecordedWhenTheWaitForItsFirstRenewalIsOver(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		f := newCASFixture(t)
+		f.clock.Step(11 * time.Second)
+		f.reconcile(t)
+		if restart {
+			f.r.tracker = newRenewalTracker(f.clock)
+		} else {
+			f.clock.Step(coalesceWindow(&fencingv1.Holder{LeaseDurationSeconds: 10}, f.fl(t)) - 100*time.Millisecond)
+			f.reconcile(t)
+			if name, _, _ := f.holder(t); name != "a" {
+				t.Fatalf("the status was written before the wait was over: holder %s", name)
+			}
+			f.clock.Step(100 * time.Millisecond)
+		}
+		f.reconcile(t)
+		fl := f.fl(t)
+		if h := fl.Status.Holder; h == nil || h.PodName != "b" || h.Token != 2 || h.FirstRenewTime != nil {
+			t.Fatalf("restart=%v: holder %+v, want b's token 2, not renewed yet", restart, h)
+		}
+		if c := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady); c == nil || c.Reason != fencingv1.ReasonHolderStarting {
+			t.Fatalf("restart=%v: Ready %+v, want HolderStarting", restart, c)
+		}
+		if rv := fl.Status.LastRevocation; rv == nil || rv.PodName != "a" || rv.Reason != fencingv1.ReasonStartupDeadlineExceeded {
+			t.Fatalf("restart=%v: revocation %+v, want a's StartupDeadlineExceeded", restart, rv)
+		}
+	}
+}
+
+func (f *casFixture) fl(t *testing.T) *fencingv1.FencedLease {
+	t.Helper()
+	fl := &fencingv1.FencedLease{}
+	if err := f.c.Get(context.Background(), key, fl); err != nil {
+		t.Fatal(err)
+	}
+	return fl
+}
+
+func (f *casFixture) pod(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pastCoalesce lets the wait of a hand-over's status write for the first renewal run out,
+// and reconciles: the status is written now.
+func (f *casFixture) pastCoalesce(t *testing.T) {
+	t.Helper()
+	f.clock.Step(statusCoalesce)
+	f.reconcile(t)
 }
 
 // A hand-over whose status write fails (a conflict, a crash) is finished by the next
@@ -182,8 +271,9 @@ func TestAHandOverWhoseStatusWriteFailedIsAdoptedOffTheLease(t *testing.T) {
 		f.renew(t)
 		f.reconcile(t) // a renewed at t0: it runs on its 10 s lease from here
 		f.clock.Step(11 * time.Second)
+		f.reconcile(t) // handed over on the Lease; the status waits for b's first renewal
 		fs := f.failStatusOnce()
-		f.reconcile(t)
+		f.pastCoalesce(t)
 		if fs.armed {
 			t.Fatal("the status write was never tried")
 		}

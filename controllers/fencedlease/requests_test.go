@@ -149,7 +149,7 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		Expect(sum(events)).To(BeNumerically("<=", 2), "one Granted event on the FencedLease and one on the pod: %v", events)
 	})
 
-	It("fails over with at most five writes: one Lease write moves the grant", func() {
+	It("fails over with five writes and three events, b's first renewal included: one Lease write moves the grant, one status write records it", func() {
 		createFL(ns, "invoices", 2, fencingv1.DeletePodPolicy)
 		createPod(ns, "a", "invoices")
 		expectHolder(ns, "invoices", "a", 1)
@@ -158,16 +158,25 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		Eventually(func() int32 { return getFL(ns, "invoices").Status.Waiting }).WithTimeout(timeout).Should(BeEquivalentTo(1))
 
 		counter.start() // a stops renewing now
+		Eventually(func(g Gomega) {
+			g.Expect(getLease(g, ns, "invoices").Spec.HolderIdentity).To(HaveValue(Equal("b")))
+		}).WithTimeout(timeout).Should(Succeed())
+		renew(ns, "invoices") // b's first renewal, as pkg/holder sends it on the grant
 		expectHolder(ns, "invoices", "b", 2)
+		Eventually(func() *metav1.MicroTime {
+			return getFL(ns, "invoices").Status.Holder.FirstRenewTime
+		}).WithTimeout(timeout).ShouldNot(BeNil())
 		Eventually(func() bool { return podGone(ns, "a") }).WithTimeout(timeout).Should(BeTrue())
-		counter.awaitEvents(4)
+		counter.awaitEvents(3)
+		time.Sleep(time.Second) // nothing more is due; a late write would be counted
 		objects, events := writes(counter.stop())
 		GinkgoWriter.Printf("failover: writes %v, events %v\n", objects, events)
 		// The hand-over's compare-and-swap on the Lease (a's grant ended and b's made in one
-		// write), the status (revoked and granted in one write), b's pod, and a's mark then
-		// delete (DeletePod).
-		Expect(sum(objects)).To(BeNumerically("<=", 5), "%v", objects)
+		// write), b's pod, a's mark then delete (DeletePod), and one status write for the
+		// revocation, the grant and b's first renewal (b's renewal is the test's, not counted).
+		Expect(sum(objects)).To(Equal(5), "%v", objects)
 		Expect(objects["PUT /apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases/invoices"]).To(Equal(1), "one Lease write: %v", objects)
-		Expect(sum(events)).To(BeNumerically("<=", 4), "Revoked and Granted, each on the FencedLease and the pod: %v", events)
+		Expect(objects["PUT /apis/fencing.fencedlease.io/v1alpha1/namespaces/"+ns+"/fencedleases/invoices/status"]).To(Equal(1), "one status write: %v", objects)
+		Expect(sum(events)).To(Equal(3), "Revoked and Granted on the FencedLease, Granted on b: %v", events)
 	})
 })

@@ -151,6 +151,7 @@ func TestRevocationLosesToARenewalThatLandedAfterTheRead(t *testing.T) {
 	// Without a renewal, the same revocation goes through: the test can fail.
 	f.clock.Step(11 * time.Second)
 	f.reconcile(t)
+	f.pastCoalesce(t)
 	if name, token, revocations := f.holder(t); name != "b" || token != 2 || revocations != 1 {
 		t.Fatalf("holder %s token %d revocations %d, want b token 2 after one revocation", name, token, revocations)
 	}

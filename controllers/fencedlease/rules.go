@@ -70,7 +70,7 @@ func finishRevocationRule(in *input) (transition, bool) {
 		return transition{}, false
 	}
 	if p := in.renewal.revoking; p.reason != "" {
-		return transition{kind: revoke, revocation: p.reason, message: p.message, lateness: p.lateness}, true
+		return transition{kind: revoke, revocation: p.reason, message: p.message, lateness: p.lateness, at: p.at}, true
 	}
 	if in.handedOver && in.revokeRequested {
 		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true

@@ -65,6 +65,13 @@ type pendingRevocation struct {
 	reason   fencingv1.RevocationReason
 	message  string
 	lateness time.Duration
+	// at is when it was decided, on this clock: the revocation's time and the start of
+	// its lock-delay, however much later the status records it.
+	at time.Time
+	// handedOverAt is when this process's compare-and-swap also named the next grant on
+	// the Lease (the hand-over); zero when it only cleared it. The status write that
+	// records both waits from here for the new holder's first renewal (statusCoalesce).
+	handedOverAt time.Time
 }
 
 func newRenewalTracker(c clock.PassiveClock) *renewalTracker {

@@ -44,6 +44,8 @@ type transition struct {
 	leaseFirst bool
 	// lateness is how long after the exact expiry a revoke was decided (the metric).
 	lateness time.Duration
+	// at is when a revoke finished now was decided, by this process (zero: now).
+	at time.Time
 	// requeueAfter is when to look again (keep, cutOff, askHandoff); zero for none.
 	requeueAfter time.Duration
 	// successor is the pod askHandoff names; podCreated is when a granted pod was created.
@@ -62,6 +64,9 @@ type decision struct {
 	now          time.Time
 	// foreignLease: the Lease is not the operator's (A3); nothing may write it.
 	foreignLease bool
+	// statusWait > 0: the status write waits this long for the first renewal of a grant
+	// the Lease holds already (deferStatus); the Lease and the pods follow status now.
+	statusWait time.Duration
 }
 
 // ended is the end transition when it is of kind k, else nil.

@@ -93,11 +93,13 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 		}
 		ts := b.await(keyed(ns, leases, next), 10*time.Minute)
 		f.add(ts)
-		lastAt := latest(ts)
 		b.awaitRenewed(ns, next)
 		for _, t := range ts {
 			f.work = append(f.work, b.holders.confirmedAt(ns, t.to).Sub(t.lastRenew.Add(t.duration)))
 		}
+		// Counted until every status records its new holder, whose write may wait for the
+		// first renewal: the whole failover, not the part before the last Lease write.
+		lastAt := b.awaitStatus(ns, keyed(ns, leases, next))
 		req := b.operatorRequests(ns, stoppedAt, lastAt.Add(time.Second))
 		f.writesPer = append(f.writesPer, float64(req.writes())/float64(n))
 		b.t.Logf("%s run %d: operator requests %v", ns, r, req)

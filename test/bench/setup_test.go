@@ -165,6 +165,33 @@ func (b *bench) awaitRenewed(ns string, names []string) {
 	}
 }
 
+// awaitStatus waits until each FencedLease's status names the holder its Lease names
+// (want, as keyed), and returns when it saw that: a failover's status write may wait for
+// the new holder's first renewal, and the writes counted must include it.
+func (b *bench) awaitStatus(ns string, want map[string]string) time.Time {
+	b.t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var list fencingv1.FencedLeaseList
+		if err := b.admin.List(b.ctx, &list, client.InNamespace(ns)); err != nil {
+			b.t.Fatal(err)
+		}
+		behind := 0
+		for _, fl := range list.Items {
+			if h, ok := want[ns+"/"+fl.Name]; ok && (fl.Status.Holder == nil || fl.Status.Holder.PodName != h) {
+				behind++
+			}
+		}
+		if behind == 0 {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%d FencedLeases in %s never recorded their holder in the status", behind, ns)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // await waits until each Lease names its holder, up to limit.
 func (b *bench) await(want map[string]string, limit time.Duration) []transition {
 	b.t.Helper()

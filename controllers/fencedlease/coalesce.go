@@ -1,0 +1,53 @@
+package fencedlease
+
+import (
+	"time"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// statusCoalesce is how long the status write after a hand-over waits for the new
+// holder's first renewal, so that one write records the revocation, the grant and the
+// first renewal (X4 with G1 and R2). The Lease already holds the grant, so the wait is
+// off everyone's way but a status reader's: `kubectl get fl` names the new holder up to
+// this late. A Warm holder, or pkg/holder started on the grant, renews at once.
+const statusCoalesce = 2 * time.Second
+
+// coalesceWindow is statusCoalesce, but never more than half the new grant's lease, so
+// a short lease's status is never a whole lease behind.
+func coalesceWindow(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
+	return min(statusCoalesce, grantDuration(h, fl)/2)
+}
+
+// deferStatus decides whether the status write of decision d waits (X4'): only for a
+// grant the Lease holds already — handed over in this decision's compare-and-swap, or
+// handed over by this process earlier and adopted off the Lease now (adoptRule) — that
+// has not renewed yet, within coalesceWindow of the hand-over on this process's clock.
+// A process that did not hand it over (restarted, or a new leader) records it at once,
+// as it does a deleted FencedLease. adopted says which kind of grant d makes.
+func (d *decision) deferStatus(w world, in *input, adopted bool) {
+	g := d.grant
+	if g == nil || w.fl.DeletionTimestamp != nil || d.status.Holder == nil || d.status.Holder.FirstRenewTime != nil {
+		return
+	}
+	var since time.Time
+	switch {
+	case adopted:
+		since = in.renewal.revoking.handedOverAt
+	case d.handsOver(w):
+		since = w.now
+	}
+	if since.IsZero() {
+		return
+	}
+	if left := since.Add(coalesceWindow(&g.holder, w.fl)).Sub(w.now); left > 0 {
+		d.statusWait = left
+		d.requeueAfter = left
+	}
+}
+
+// handsOver: this decision's compare-and-swap on the Lease ends the status's grant and
+// names the next one (X3 with G2), because the Lease shows the grant that ends.
+func (d *decision) handsOver(w world) bool {
+	return d.leaseFirst() && d.grant != nil && w.fl.Status.Holder != nil && shows(w.lease, w.fl.Status.Holder)
+}
