@@ -199,8 +199,14 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 		return w, err
 	}
 	if h := fl.Status.Holder; h != nil {
-		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil {
-			// Not among the labeled pods: gone, or still there without its label.
+		key := client.ObjectKeyFromObject(fl)
+		w.renewal = r.tracker.observe(key, h.PodUID, h.Token, renewalOn(w.lease, h))
+		// Not among the labeled pods: gone, or still there without its label. Unless this
+		// process handed its grant over already and made its pod follow (X5, X6): then
+		// the status only waits for the next holder's first renewal (deferStatus), and
+		// asking again at every reconcile of that wait would be a read per event for a pod
+		// that is gone.
+		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && w.renewal.revoking.handedOverAt.IsZero() {
 			holder, err := r.podByUID(ctx, fl.Namespace, h.PodName, h.PodUID)
 			if err != nil {
 				return w, err
@@ -210,9 +216,6 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 				w.unlabeled = append(w.unlabeled, *holder)
 			}
 		}
-		renewTime := renewalOn(w.lease, h)
-		key := client.ObjectKeyFromObject(fl)
-		w.renewal = r.tracker.observe(key, h.PodUID, h.Token, renewTime)
 		if h.Handoff != nil {
 			w.handoffSince = r.tracker.handoffStarted(key, h.PodUID, h.Token)
 		} else if fl.DeletionTimestamp == nil {

@@ -179,8 +179,14 @@ func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	if name, _, _ := f.holder(t); name != "a" {
 		t.Fatalf("the status was written before b's first renewal: holder %s", name)
 	}
+	reads := f.reader.podReads
+	f.clock.Step(100 * time.Millisecond)
+	f.reconcile(t) // an event in the wait: a's pod is gone, and nobody asks for it again
+	if n := f.reader.podReads - reads; n != 0 {
+		t.Fatalf("%d uncached reads of the handed-over holder's pod while the status waits, want 0", n)
+	}
 
-	f.clock.Step(300 * time.Millisecond)
+	f.clock.Step(200 * time.Millisecond)
 	f.renew(t) // b's first renewal
 	f.reconcile(t)
 	if name, token, revocations := f.holder(t); name != "b" || token != 2 || revocations != 1 {

@@ -24,9 +24,14 @@ import (
 type afterLeaseRead struct {
 	client.Client
 	then func()
+	// podReads counts reads of single pods (the uncached reads by UID).
+	podReads int
 }
 
 func (r *afterLeaseRead) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, isPod := obj.(*corev1.Pod); isPod {
+		r.podReads++
+	}
 	err := r.Client.Get(ctx, k, obj, opts...)
 	if _, isLease := obj.(*coordinationv1.Lease); isLease && r.then != nil {
 		r.then()
