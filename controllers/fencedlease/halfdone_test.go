@@ -51,11 +51,7 @@ func (f *casFixture) failStatusOnce() *failingStatus {
 
 func (f *casFixture) lastRevocation(t *testing.T) *fencingv1.Revocation {
 	t.Helper()
-	fl := &fencingv1.FencedLease{}
-	if err := f.c.Get(context.Background(), key, fl); err != nil {
-		t.Fatal(err)
-	}
-	return fl.Status.LastRevocation
+	return f.fl(t).Status.LastRevocation
 }
 
 func (f *casFixture) edit(t *testing.T, change func(*fencingv1.FencedLease), status bool) {
@@ -149,11 +145,7 @@ func TestAnExpiredDrainingHolderStaysLeaseExpiredAfterAFailedStatusWrite(t *test
 
 func (f *casFixture) lease(t *testing.T) *coordinationv1.Lease {
 	t.Helper()
-	l := &coordinationv1.Lease{}
-	if err := f.c.Get(context.Background(), key, l); err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return fetch(t, f.c, key, &coordinationv1.Lease{})
 }
 
 // The hand-over (X3 with G2): an expired holder's grant moves to the next pod in one
@@ -243,20 +235,21 @@ func TestAHandOverIsRecordedWhenTheWaitForItsFirstRenewalIsOver(t *testing.T) {
 
 func (f *casFixture) fl(t *testing.T) *fencingv1.FencedLease {
 	t.Helper()
-	fl := &fencingv1.FencedLease{}
-	if err := f.c.Get(context.Background(), key, fl); err != nil {
-		t.Fatal(err)
-	}
-	return fl
+	return fetch(t, f.c, key, &fencingv1.FencedLease{})
 }
 
 func (f *casFixture) pod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{}
-	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: name}, p); err != nil {
+	return fetch(t, f.c, client.ObjectKey{Namespace: key.Namespace, Name: name}, &corev1.Pod{})
+}
+
+// fetch reads k into obj from the fixture's fake API server, or fails the test.
+func fetch[T client.Object](t *testing.T, c client.Reader, k client.ObjectKey, obj T) T {
+	t.Helper()
+	if err := c.Get(context.Background(), k, obj); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return obj
 }
 
 // pastCoalesce lets the wait of a hand-over's status write for the first renewal run out,

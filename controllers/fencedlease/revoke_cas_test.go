@@ -108,10 +108,7 @@ func (f *casFixture) renew(t *testing.T) {
 
 func (f *casFixture) holder(t *testing.T) (string, int64, int64) {
 	t.Helper()
-	fl := &fencingv1.FencedLease{}
-	if err := f.c.Get(context.Background(), key, fl); err != nil {
-		t.Fatal(err)
-	}
+	fl := f.fl(t)
 	if fl.Status.Holder == nil {
 		return "", fl.Status.FencingToken, fl.Status.Revocations
 	}
