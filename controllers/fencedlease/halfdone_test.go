@@ -314,3 +314,30 @@ func rvDistance(t *testing.T, from, to string) int {
 	}
 	return b - a
 }
+
+// A `kubectl label` that takes the lease label off the new holder while the status waits
+// for its first renewal: the grant the Lease made is recorded all the same (token 2 is
+// spent, never granted again), then revoked as LabelRemoved, like any holder's.
+func TestALabelRemovedFromAHandedOverHolderDuringTheWaitRevokesIt(t *testing.T) {
+	f := newCASFixture(t)
+	f.clock.Step(11 * time.Second)
+	f.reconcile(t) // handed over to b on the Lease; the status waits
+	b := f.pod(t, "b")
+	delete(b.Labels, fencingv1.LeaseLabel)
+	if err := f.c.Update(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	f.pastCoalesce(t)
+	if name, token, _ := f.holder(t); name != "b" || token != 2 {
+		t.Fatalf("holder %s token %d, want b's handed-over grant of token 2 recorded", name, token)
+	}
+	f.clock.Step(100 * time.Millisecond)
+	f.reconcile(t)
+	fl := f.fl(t)
+	if rv := fl.Status.LastRevocation; rv == nil || rv.PodName != "b" || rv.Token != 2 || rv.Reason != fencingv1.ReasonLabelRemoved {
+		t.Fatalf("revocation %+v, want b's token 2 as LabelRemoved", rv)
+	}
+	if fl.Status.Holder != nil || fl.Status.FencingToken != 2 {
+		t.Fatalf("holder %+v token %d after b's revocation, want none and token 2", fl.Status.Holder, fl.Status.FencingToken)
+	}
+}

@@ -53,6 +53,14 @@ func (c *requestCounter) awaitEvents(n int) {
 	}).WithTimeout(timeout).WithPolling(poll).Should(BeNumerically(">=", n))
 }
 
+// writes is how many writes (events included) were counted so far.
+func (c *requestCounter) writes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	objects, events := writes(c.seen)
+	return sum(objects) + sum(events)
+}
+
 func (c *requestCounter) stop() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -168,7 +176,8 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		}).WithTimeout(timeout).ShouldNot(BeNil())
 		Eventually(func() bool { return podGone(ns, "a") }).WithTimeout(timeout).Should(BeTrue())
 		counter.awaitEvents(3)
-		time.Sleep(time.Second) // nothing more is due; a late write would be counted
+		// Nothing more is due: a late write (a second status write, say) would show here.
+		Consistently(counter.writes).WithTimeout(time.Second).WithPolling(poll).Should(Equal(counter.writes()))
 		objects, events := writes(counter.stop())
 		GinkgoWriter.Printf("failover: writes %v, events %v\n", objects, events)
 		// The hand-over's compare-and-swap on the Lease (a's grant ended and b's made in one
