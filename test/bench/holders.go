@@ -10,11 +10,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/holder"
@@ -42,21 +39,12 @@ type simHolder struct {
 	confirmed time.Time
 }
 
-func runHolders(ctx context.Context, cfg *rest.Config) *holders {
+// newHolders returns the simulated holders; they start from the Leases saw is given.
+func newHolders(ctx context.Context, cfg *rest.Config) *holders {
 	h := &holders{ctx: ctx, running: map[string]*simHolder{}, renewals: map[string]int{}, gaveUp: map[string]int{}}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return renewalCounter{rt: rt, h: h} })
 	h.cs = kubernetes.NewForConfigOrDie(cfg)
-	factory := informers.NewSharedInformerFactoryWithOptions(h.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = fencingv1.LeaseLabel
-	}))
-	inf := factory.Coordination().V1().Leases().Informer()
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { h.saw(o.(*coordinationv1.Lease)) },
-		UpdateFunc: func(_, o any) { h.saw(o.(*coordinationv1.Lease)) },
-	})
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
 	return h
 }
 
@@ -116,7 +104,7 @@ func (h *holders) count(m map[string]int, ns string) int {
 }
 
 func (h *holders) saw(l *coordinationv1.Lease) {
-	if l.Spec.HolderIdentity == nil {
+	if _, ours := l.Labels[fencingv1.LeaseLabel]; !ours || l.Spec.HolderIdentity == nil {
 		return
 	}
 	token, err := strconv.ParseInt(l.Annotations[fencingv1.TokenAnnotation], 10, 64)

@@ -203,8 +203,10 @@ func (b *bench) failoverToWork(n int, t timings, runs int) {
 func (b *bench) steadyState(ns string, n int, d time.Duration) {
 	const window = 20 * time.Second
 	from, renewed, cpu := time.Now(), b.holders.renewalsIn(ns), b.startCPU()
+	renewalRoundTrips.take(ns)
 	time.Sleep(window)
 	to, renewals := time.Now(), b.holders.renewalsIn(ns)-renewed
+	b.add(fmt.Sprintf("renewal round trip while %d holders renew (lease %v)", n, d), renewalRoundTrips.take(ns).summary(), "client-go: see its leaders' row", "")
 	b.add(fmt.Sprintf("CPU while %d holders renew (lease %v) and %d pods wait", n, d, n), cpu.String(), "—", "")
 	req := b.operatorRequests(ns, from, to)
 	b.t.Logf("steady state %s: %d renewals, operator requests %v", ns, renewals, req)
@@ -278,8 +280,10 @@ func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
 func (b *bench) clientgoSteadyState(ns string, n int, t timings) {
 	const window = 20 * time.Second
 	from, cpu := time.Now(), b.startCPU()
+	renewalRoundTrips.take(ns)
 	time.Sleep(window)
 	to := time.Now()
+	b.add(fmt.Sprintf("client-go %v: renewal round trip while %d leaders renew", t, n), "—", renewalRoundTrips.take(ns).summary(), "")
 	b.add(fmt.Sprintf("client-go %v: CPU while %d leaders renew and %d candidates wait", t, n, n), "—", cpu.String(), "")
 	leaders := b.requestsOf(leaderUser, ns, from, to)
 	waiters := b.requestsOf(waiterUser, ns, from, to)
@@ -407,7 +411,10 @@ func (b *bench) burst(n int, rates floors) {
 	b.createAll(fls)
 	ts := b.await(keyed(ns, leases, pods), 10*time.Minute)
 	took := latest(ts).Sub(start)
-	req := b.operatorRequests(ns, start, latest(ts).Add(time.Second))
+	// Counted until every status records its grant, which may follow the Lease by up to
+	// the first renewal's wait: the whole grant, not the part before the last Lease write.
+	lastAt := b.awaitStatus(ns, keyed(ns, leases, pods))
+	req := b.operatorRequests(ns, start, lastAt.Add(time.Second))
 	b.t.Logf("burst %d: operator requests %v", n, req)
 	floor := floorTime(n, 4, rates.mix)
 	b.add(fmt.Sprintf("%d FencedLeases created at once, a pod waiting for each: grants per second (all granted after)", n),

@@ -83,11 +83,12 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	if b.admin, err = client.New(unthrottled(cfg), client.Options{Scheme: testenv.Scheme()}); err != nil {
 		t.Fatal(err)
 	}
-	b.cgLeader, b.cgWaiter = b.userClient(leaderUser), b.userClient(waiterUser)
+	b.cgLeader = kubernetes.NewForConfigOrDie(renewalRoundTrips.timed(b.userConfig(leaderUser)))
+	b.cgWaiter = b.userClient(waiterUser)
 	b.floor = b.userClient("floor")
 	observer := b.userClient("observer")
-	b.leases = watchLeases(ctx, observer)
-	b.holders = runHolders(ctx, b.userConfig("holders"))
+	b.holders = newHolders(ctx, renewalRoundTrips.timed(b.userConfig("holders")))
+	b.leases = watchLeases(ctx, observer, b.holders.saw)
 	b.warm = runWarmWaiters(ctx, b.userConfig("warm-waiters"))
 	// The operator's Go runtime keeps its memory under the limit the Deployment gives it.
 	if *memLimit != "" {

@@ -39,10 +39,13 @@ type leaseWatch struct {
 	history map[string][]transition
 	// waiters are told when a Lease names a new holder.
 	waiters []chan struct{}
+	// onLease is told of every Lease the watch sees (the simulated holders start from it:
+	// one watch for both sides, so the operator's Leases cost the server no extra watcher).
+	onLease func(*coordinationv1.Lease)
 }
 
-func watchLeases(ctx context.Context, cs kubernetes.Interface) *leaseWatch {
-	w := &leaseWatch{views: map[string]*leaseView{}, history: map[string][]transition{}}
+func watchLeases(ctx context.Context, cs kubernetes.Interface, onLease func(*coordinationv1.Lease)) *leaseWatch {
+	w := &leaseWatch{views: map[string]*leaseView{}, history: map[string][]transition{}, onLease: onLease}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	inf := factory.Coordination().V1().Leases().Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -56,6 +59,7 @@ func watchLeases(ctx context.Context, cs kubernetes.Interface) *leaseWatch {
 
 func (w *leaseWatch) saw(l *coordinationv1.Lease) {
 	now := time.Now()
+	w.onLease(l)
 	key := l.Namespace + "/" + l.Name
 	holder := ""
 	if l.Spec.HolderIdentity != nil {

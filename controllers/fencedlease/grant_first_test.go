@@ -1,0 +1,225 @@
+package fencedlease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
+)
+
+// newIdleFixture is a FencedLease (10 s lease) with no holder and waiting pods a (older)
+// and b; with a tombstone Lease carrying token high when high > 0.
+func newIdleFixture(t *testing.T, high int64) *casFixture {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = fencingv1.AddToScheme(scheme)
+	fl := newFL(10)
+	fl.Finalizers = []string{fencingv1.Finalizer}
+	a, b := pod("a", t0), pod("b", t0.Add(time.Second))
+	objs := []client.Object{fl, &a, &b}
+	if high > 0 {
+		objs = append(objs, tombstone(high))
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&fencingv1.FencedLease{}).Build()
+	clock := clocktesting.NewFakeClock(t0)
+	reader := &afterLeaseRead{Client: c}
+	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
+	r.tracker = newRenewalTracker(clock)
+	return &casFixture{c: c, clock: clock, r: r, reader: reader}
+}
+
+func (f *casFixture) leaseOrNil(t *testing.T) *coordinationv1.Lease {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := f.c.Get(t.Context(), key, l); err != nil {
+		return nil
+	}
+	return l
+}
+
+// G1 on an idle FencedLease: the Lease is the grant's first record — created here, in
+// one write — and the pod follows it at once; the status records the grant with the
+// holder's first renewal, in one write, at the grant's time.
+func TestAGrantOnAnIdleFencedLeaseIsWrittenOnTheLeaseFirst(t *testing.T) {
+	f := newIdleFixture(t, 0)
+	statusBefore := f.fl(t).ResourceVersion
+	grantedAt := f.clock.Now()
+	f.reconcile(t)
+	l := f.leaseOrNil(t)
+	if got := leaserecord.Read(l); !got.Shows("a", "uid-a", 1) {
+		t.Fatalf("the Lease shows %+v, want a's grant of token 1", got)
+	}
+	a := f.pod(t, "a")
+	if a.Annotations[fencingv1.TokenAnnotation] != "1" || len(a.Spec.SchedulingGates) != 0 || a.Labels[fencingv1.HolderLabel] != "true" {
+		t.Fatalf("a's pod right after the Lease write: %v, gates %v", a.Annotations, a.Spec.SchedulingGates)
+	}
+	if fl := f.fl(t); fl.Status.Holder != nil || fl.ResourceVersion != statusBefore {
+		t.Fatalf("the status was written before a's first renewal: %+v", fl.Status)
+	}
+	f.clock.Step(100 * time.Millisecond)
+	f.reconcile(t) // the Lease's own event: the grant is adopted in memory, nothing written
+	if fl := f.fl(t); fl.ResourceVersion != statusBefore {
+		t.Fatalf("the status was written in the wait: %+v", fl.Status)
+	}
+
+	f.clock.Step(200 * time.Millisecond)
+	f.renew(t)
+	f.reconcile(t)
+	fl := f.fl(t)
+	if h := fl.Status.Holder; h == nil || h.PodName != "a" || h.Token != 1 || h.FirstRenewTime == nil ||
+		!meta.IsStatusConditionTrue(fl.Status.Conditions, fencingv1.ConditionReady) {
+		t.Fatalf("a's grant is not recorded with its first renewal: %+v", fl.Status)
+	}
+	if !fl.Status.Holder.AcquireTime.Equal(microTime(grantedAt)) || fl.Status.FencingToken != 1 || fl.Status.Waiting != 1 {
+		t.Fatalf("status %+v: want acquired at the Lease write (%v), token 1, b waiting", fl.Status, grantedAt)
+	}
+	if writes := rvDistance(t, statusBefore, fl.ResourceVersion); writes != 1 {
+		t.Fatalf("the FencedLease was written %d times for the grant and its first renewal, want 1", writes)
+	}
+	if b := f.pod(t, "b"); b.Annotations[fencingv1.TokenAnnotation] != "" {
+		t.Fatalf("b was given token %s", b.Annotations[fencingv1.TokenAnnotation])
+	}
+}
+
+// A re-created FencedLease continues above its tombstone's token: the grant swaps the
+// tombstone (its version read) to name the pod with the next token.
+func TestAGrantOnATombstoneContinuesAboveItsToken(t *testing.T) {
+	f := newIdleFixture(t, 7)
+	before := f.lease(t).ResourceVersion
+	f.reconcile(t)
+	l := f.lease(t)
+	if got := leaserecord.Read(l); !got.Shows("a", "uid-a", 8) {
+		t.Fatalf("the Lease shows %+v, want a's grant of token 8", got)
+	}
+	if writes := rvDistance(t, before, l.ResourceVersion); writes != 1 {
+		t.Fatalf("the Lease was written %d times, want 1", writes)
+	}
+	f.pastCoalesce(t)
+	if name, token, _ := f.holder(t); name != "a" || token != 8 {
+		t.Fatalf("holder %s token %d, want a with 8", name, token)
+	}
+}
+
+// A grant only the Lease records — this process restarted, or its status write waits —
+// is adopted as the Lease has it, never made again: b, next in line, gets nothing, and no
+// token is used twice. Without a renewal the status records it when the wait is over
+// (HolderStarting); a restarted process, which did not write it, records it at once.
+func TestAGrantOnlyTheLeaseRecordsIsAdoptedNeverMadeAgain(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		f := newIdleFixture(t, 0)
+		f.reconcile(t)
+		if restart {
+			f.r.tracker = newRenewalTracker(f.clock)
+		} else {
+			f.clock.Step(coalesceWindow(&fencingv1.Holder{LeaseDurationSeconds: 10}, f.fl(t)) - 100*time.Millisecond)
+			f.reconcile(t)
+			if name, _, _ := f.holder(t); name != "" {
+				t.Fatalf("the status was written before the wait was over: holder %s", name)
+			}
+			f.clock.Step(100 * time.Millisecond)
+		}
+		f.reconcile(t)
+		fl := f.fl(t)
+		if h := fl.Status.Holder; h == nil || h.PodName != "a" || h.Token != 1 || h.FirstRenewTime != nil {
+			t.Fatalf("restart=%v: holder %+v, want a's token 1, not renewed yet", restart, h)
+		}
+		if c := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady); c == nil || c.Reason != fencingv1.ReasonHolderStarting {
+			t.Fatalf("restart=%v: Ready %+v, want HolderStarting", restart, c)
+		}
+		if got := leaserecord.Read(f.lease(t)); !got.Shows("a", "uid-a", 1) {
+			t.Fatalf("restart=%v: the Lease shows %+v, want a's grant kept", restart, got)
+		}
+		if b := f.pod(t, "b"); b.Annotations[fencingv1.TokenAnnotation] != "" || fl.Status.FencingToken != 1 {
+			t.Fatalf("restart=%v: b given token %q, status token %d", restart, b.Annotations[fencingv1.TokenAnnotation], fl.Status.FencingToken)
+		}
+	}
+}
+
+// A FencedLease deleted while a grant is on the Lease only — a grant on the idle
+// FencedLease, or a hand-over, whose status write waits — keeps its finalizer until that
+// grant is adopted and revoked (D1): its holder may be at work, and the tombstone must
+// name nobody.
+func TestADeletionDuringTheWaitRevokesTheGrantOnlyTheLeaseRecords(t *testing.T) {
+	for _, handOver := range []bool{false, true} {
+		var f *casFixture
+		holder, token := "a", int64(1)
+		if handOver {
+			f = newCASFixture(t)
+			f.clock.Step(11 * time.Second) // a expires; the hand-over names b
+			holder, token = "b", 2
+		} else {
+			f = newIdleFixture(t, 0)
+		}
+		f.reconcile(t)
+		if got := leaserecord.Read(f.lease(t)); !got.Shows(holder, types.UID("uid-"+holder), token) {
+			t.Fatalf("handOver=%v: the Lease shows %+v, want %s's grant", handOver, got, holder)
+		}
+		if err := f.c.Delete(t.Context(), f.fl(t)); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			f.reconcile(t)
+		}
+		if got := leaserecord.Read(f.lease(t)); got.Holder != "" || got.Token != token {
+			t.Fatalf("handOver=%v: the tombstone shows %+v, want no holder and token %d", handOver, got, token)
+		}
+		if err := f.c.Get(t.Context(), key, &fencingv1.FencedLease{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("handOver=%v: the FencedLease is still there after its holder was revoked: %v", handOver, err)
+		}
+		if p := &(corev1.Pod{}); f.c.Get(t.Context(), client.ObjectKey{Namespace: key.Namespace, Name: holder}, p) == nil &&
+			p.Annotations[fencingv1.StateAnnotation] != string(fencingv1.PodRevoked) {
+			t.Fatalf("handOver=%v: %s's pod shows %q, want Revoked (or deleted)", handOver, holder, p.Annotations[fencingv1.StateAnnotation])
+		}
+	}
+}
+
+// A grant recorded off the Lease is judged by the holder rules at once, not at the end of
+// its startup deadline: the rules have not seen it yet, and what they would act on — a
+// pod reporting that it cannot start, a holder that renewed and then stopped — may bring
+// no further event.
+func TestAGrantAdoptedOffTheLeaseIsJudgedAtOnce(t *testing.T) {
+	f := newIdleFixture(t, 0)
+	f.edit(t, func(fl *fencingv1.FencedLease) { fl.Spec.StartupDeadlineSeconds = 300 }, false)
+	f.reconcile(t) // G2: the Lease names a
+	a := f.pod(t, "a")
+	a.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	if err := f.c.Status().Update(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(statusCoalesce)
+	res, err := f.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, _, _ := f.holder(t); name != "a" {
+		t.Fatalf("the wait is over and the status names %q, want a", name)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > adoptedRecheck {
+		t.Fatalf("requeue after %v once the grant is recorded, want at most %v (not its 300 s startup deadline)", res.RequeueAfter, adoptedRecheck)
+	}
+	f.reconcile(t)
+	if got := leaserecord.Read(f.lease(t)); !got.Shows("b", "uid-b", 2) {
+		t.Fatalf("the Lease shows %+v, want a revoked and b granted token 2", got)
+	}
+	f.pastCoalesce(t)
+	if rv := f.lastRevocation(t); rv == nil || rv.PodName != "a" || rv.Reason != fencingv1.ReasonPodCannotStart {
+		t.Fatalf("revocation %+v, want a's PodCannotStart", rv)
+	}
+}
