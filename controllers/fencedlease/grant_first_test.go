@@ -4,18 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/internal/leaserecord"
@@ -25,9 +20,6 @@ import (
 // and b; with a tombstone Lease carrying token high when high > 0.
 func newIdleFixture(t *testing.T, high int64) *casFixture {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = fencingv1.AddToScheme(scheme)
 	fl := newFL(10)
 	fl.Finalizers = []string{fencingv1.Finalizer}
 	a, b := pod("a", t0), pod("b", t0.Add(time.Second))
@@ -35,13 +27,7 @@ func newIdleFixture(t *testing.T, high int64) *casFixture {
 	if high > 0 {
 		objs = append(objs, tombstone(high))
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithStatusSubresource(&fencingv1.FencedLease{}).Build()
-	clock := clocktesting.NewFakeClock(t0)
-	reader := &afterLeaseRead{Client: c}
-	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
-	r.tracker = newRenewalTracker(clock)
-	return &casFixture{c: c, clock: clock, r: r, reader: reader}
+	return fixtureOf(objs...)
 }
 
 func (f *casFixture) leaseOrNil(t *testing.T) *coordinationv1.Lease {
@@ -124,24 +110,7 @@ func TestAGrantOnlyTheLeaseRecordsIsAdoptedNeverMadeAgain(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		f := newIdleFixture(t, 0)
 		f.reconcile(t)
-		if restart {
-			f.r.tracker = newRenewalTracker(f.clock)
-		} else {
-			f.clock.Step(coalesceWindow(&fencingv1.Holder{LeaseDurationSeconds: 10}, f.fl(t)) - 100*time.Millisecond)
-			f.reconcile(t)
-			if name, _, _ := f.holder(t); name != "" {
-				t.Fatalf("the status was written before the wait was over: holder %s", name)
-			}
-			f.clock.Step(100 * time.Millisecond)
-		}
-		f.reconcile(t)
-		fl := f.fl(t)
-		if h := fl.Status.Holder; h == nil || h.PodName != "a" || h.Token != 1 || h.FirstRenewTime != nil {
-			t.Fatalf("restart=%v: holder %+v, want a's token 1, not renewed yet", restart, h)
-		}
-		if c := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady); c == nil || c.Reason != fencingv1.ReasonHolderStarting {
-			t.Fatalf("restart=%v: Ready %+v, want HolderStarting", restart, c)
-		}
+		fl := f.endTheWait(t, restart, "", "a", 1)
 		if got := leaserecord.Read(f.lease(t)); !got.Shows("a", "uid-a", 1) {
 			t.Fatalf("restart=%v: the Lease shows %+v, want a's grant kept", restart, got)
 		}
