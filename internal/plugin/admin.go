@@ -49,7 +49,11 @@ func (o *Options) revoke(ctx context.Context, c client.Client, ns, name string, 
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl); err != nil {
 		return notFound(err, ns, name)
 	}
-	h := fl.Status.Holder
+	lease, _, err := readLease(ctx, c, fl)
+	if err != nil {
+		return err
+	}
+	h, _ := currentGrant(fl, lease)
 	switch {
 	case h == nil:
 		return fmt.Errorf("%s/%s has no holder to revoke", ns, name)
@@ -98,7 +102,8 @@ func waitRevoked(ctx context.Context, c client.Client, fl *fencingv1.FencedLease
 		if err := c.Get(ctx, client.ObjectKeyFromObject(fl), fl); err != nil {
 			return false, err
 		}
-		return fl.Status.Holder == nil || fl.Status.Holder.Token != token, nil
+		// Ended once the status has recorded the grant (its token) and names another or none.
+		return fl.Status.FencingToken >= token && (fl.Status.Holder == nil || fl.Status.Holder.Token != token), nil
 	})
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("token %d still holds after %v", token, timeout)

@@ -58,6 +58,9 @@ type HolderStatus struct {
 	LeaseHeld bool `json:"leaseHeld"`
 	// LeaseUnreadable: the user may not read the Lease, so renewals are not shown.
 	LeaseUnreadable bool `json:"leaseUnreadable,omitempty"`
+	// Recording: the Lease names this grant and the status does not record it yet (it
+	// does with the holder's first renewal, at most 2 s after the grant).
+	Recording bool `json:"recording,omitempty"`
 }
 
 // WaitingPod is one candidate, in grant order.
@@ -105,16 +108,9 @@ func (o *Options) status(cmd *cobra.Command, c client.Client, ns, name string) (
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl); err != nil {
 		return nil, notFound(err, ns, name)
 	}
-	lease := &coordinationv1.Lease{}
-	leaseUnreadable := false
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lease); err != nil {
-		switch {
-		case apierrors.IsForbidden(err):
-			leaseUnreadable = true // the built-in view role cannot read Leases
-		case !apierrors.IsNotFound(err):
-			return nil, err
-		}
-		lease = nil
+	lease, leaseUnreadable, err := readLease(ctx, c, fl)
+	if err != nil {
+		return nil, err
 	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{fencingv1.LeaseLabel: name}); err != nil {
@@ -129,9 +125,10 @@ func (o *Options) status(cmd *cobra.Command, c client.Client, ns, name string) (
 	if r := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady); r != nil {
 		st.Ready, st.ReadyReason, st.Message = string(r.Status), r.Reason, r.Message
 	}
-	if h := fl.Status.Holder; h != nil {
+	if h, pending := currentGrant(fl, lease); h != nil {
 		st.Holder = holderStatus(h, lease, now)
 		st.Holder.LeaseUnreadable = leaseUnreadable
+		st.Holder.Recording = pending
 		st.Handoff = h.Handoff
 	}
 	for _, p := range fencedlease.GrantOrder(pods.Items, &fl.Status) {
@@ -178,6 +175,9 @@ func (st *Status) text(w io.Writer) error {
 		fmt.Fprintf(tw, "Holder:\tnone\n")
 	default:
 		fmt.Fprintf(tw, "Holder:\t%s, token %d, granted %s ago\n", h.Pod, h.Token, ago(st.now.Sub(h.AcquireTime)))
+		if h.Recording {
+			fmt.Fprintf(tw, "Status:\tnot recorded yet: the Lease names the grant; the status follows with its first renewal\n")
+		}
 		switch {
 		case h.LeaseUnreadable:
 			fmt.Fprintf(tw, "Renewed:\tunknown: no permission to read Lease %s/%s\n", st.Namespace, st.Name)

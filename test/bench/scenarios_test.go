@@ -77,6 +77,9 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 	b.createAll(b.pods(ns, current, leases))
 	b.await(keyed(ns, leases, current), 10*time.Minute)
 	b.awaitRenewed(ns, current)
+	// The Lease names a grant before the status records it: let every status catch up, so
+	// the steady state below counts no grant's write.
+	b.awaitStatus(ns, keyed(ns, leases, current))
 
 	var f failover
 	for r := 1; r <= runs; r++ {
