@@ -155,6 +155,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncPods(ctx, fl, append(w.pods, w.unlabeled...)); err != nil {
 		return ctrl.Result{}, err
 	}
+	if fl.DeletionTimestamp != nil && d.grant != nil {
+		// A grant only the Lease recorded (a hand-over whose status write waited) was
+		// adopted just now, and its holder may be at work: revoke it (D1) before letting go.
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if fl.DeletionTimestamp != nil {
 		// The holder is revoked and the Lease keeps the high-water token: let it go.
 		controllerutil.RemoveFinalizer(fl, fencingv1.Finalizer)

@@ -159,8 +159,16 @@ func decide(w world) decision {
 	setReadyCondition(st, fl)
 	d.recordLastRenewal(w)
 	d.deferStatus(w, &in, adopted)
+	if adopted && d.statusWait == 0 {
+		// Recorded now, judged next: the holder rules have not seen this grant yet (it may
+		// have renewed, or its pod report that it cannot start, with no event to come).
+		d.requeueAfter = adoptedRecheck
+	}
 	return d
 }
+
+// adoptedRecheck is how soon a grant adopted off the Lease is judged by the holder rules.
+const adoptedRecheck = 10 * time.Millisecond
 
 // apply runs the holder rules on in and writes their verdict into the status.
 func (d *decision) apply(in *input) {

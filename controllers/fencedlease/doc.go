@@ -94,7 +94,8 @@
 //	    next reconcile finishes X4 with the remembered reason and lateness, or — a
 //	    restarted process — with the reason the Lease implies (finishRevocationRule: an
 //	    expiry, or RevokeRequested while the request stands), and records the handed-over
-//	    grant as the Lease shows it (adoptRule), never another.
+//	    grant as the Lease shows it (adoptRule), never another; the holder rules judge
+//	    an adopted grant at once (adoptedRecheck), not at its startup deadline.
 //	X5. Mark the pod Revoked, without the holder label (one patch).
 //	X6. Delete the pod under DeletePod, and whatever the policy when it never renewed
 //	    (it never ran; kept, it could still start with a dead token).
@@ -158,7 +159,9 @@
 //	    written (Held=False, LeaseConflict); a deleted FencedLease still revokes its
 //	    holder (foreignLeaseRule). No token wraps (TokensExhausted).
 //	D1. A FencedLease being deleted revokes its holder (deletingRule), keeps the Lease as
-//	    the tombstone with the high-water token, and then lets its finalizer go.
+//	    the tombstone with the high-water token, and then lets its finalizer go — not in
+//	    the pass that adopted a grant only the Lease recorded (X4's wait), which is
+//	    revoked first.
 //
 // The Lease's encoding is read in one place, internal/leaserecord, by this controller,
 // pkg/holder, the agent's startupProbe and the kubectl plugin.

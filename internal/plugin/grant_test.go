@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func leaseNaming(pod string, token int64, acquired time.Time) *coordinationv1.Le
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "invoices",
 			Labels:      map[string]string{fencingv1.LeaseLabel: "invoices"},
-			Annotations: map[string]string{fencingv1.TokenAnnotation: "2", fencingv1.HolderUIDAnnotation: "uid-" + pod}},
+			Annotations: map[string]string{fencingv1.TokenAnnotation: strconv.FormatInt(token, 10), fencingv1.HolderUIDAnnotation: "uid-" + pod}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(pod), LeaseDurationSeconds: ptr.To[int32](5), AcquireTime: &at, RenewTime: &at},
 	}
 }
