@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -129,9 +130,15 @@ func Start(o Options) (c *Cluster, err error) {
 		"--node-monitor-grace-period="+o.NodeMonitorGracePeriod.String(), "--concurrent-gc-syncs=2"); err != nil {
 		return nil, err
 	}
+	// kwok renews a node's Lease every quarter of its duration: a fifth of the grace
+	// period, so that a loaded machine's late renewal never makes a live node NotReady (the
+	// node lifecycle controller then marks its pods NotReady for good, and a StatefulSet
+	// waits forever for them). At 40 s, as the kubelet's default, a 10 s grace period was
+	// one renewal interval, with no margin.
+	nodeLease := strconv.Itoa(max(1, int((4*o.NodeMonitorGracePeriod/5).Seconds())))
 	c.kwok = func(node string) (*exec.Cmd, error) {
 		return c.run(assets, "kwok-"+node, "kwok", "--kubeconfig="+kubeconfig, "--config="+stagesFile,
-			"--manage-single-node="+node, "--node-lease-duration-seconds=40", "--server-address=", "--node-port=0")
+			"--manage-single-node="+node, "--node-lease-duration-seconds="+nodeLease, "--server-address=", "--node-port=0")
 	}
 	c.kubelets = map[string]*exec.Cmd{}
 	for i := range o.Nodes {
