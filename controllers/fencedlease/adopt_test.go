@@ -29,27 +29,40 @@ func handedOverToB(t *testing.T) *casFixture {
 	return f
 }
 
-// A FencedLease deleted while a hand-over's status write waits keeps its finalizer until
-// the grant only the Lease records is adopted and revoked (D1): b may be at work, and the
-// tombstone must name nobody.
+// A FencedLease deleted while a grant is on the Lease only — a grant on the idle
+// FencedLease (G2), or a hand-over, whose status write waits — keeps its finalizer until
+// that grant is adopted and revoked (D1): its holder may be at work, and the tombstone must
+// name nobody.
 func TestADeletionDuringTheWaitRevokesTheGrantOnlyTheLeaseRecords(t *testing.T) {
-	f := handedOverToB(t)
-	if err := f.c.Delete(t.Context(), f.fl(t)); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		f.reconcile(t)
-	}
-	if got := leaserecord.Read(f.lease(t)); got.Holder != "" || got.Token != 2 {
-		t.Fatalf("the tombstone shows %+v, want no holder and token 2", got)
-	}
-	if err := f.c.Get(t.Context(), key, &fencingv1.FencedLease{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the FencedLease is still there after its holder was revoked: %v", err)
-	}
-	b := &corev1.Pod{}
-	if err := f.c.Get(t.Context(), client.ObjectKey{Namespace: key.Namespace, Name: "b"}, b); err == nil &&
-		b.Annotations[fencingv1.StateAnnotation] != string(fencingv1.PodRevoked) {
-		t.Fatalf("b's pod shows %q, want Revoked (or deleted)", b.Annotations[fencingv1.StateAnnotation])
+	for _, handOver := range []bool{false, true} {
+		holder, token := "a", int64(1)
+		var f *casFixture
+		if handOver {
+			f, holder, token = handedOverToB(t), "b", 2
+		} else {
+			f = newIdleFixture(t, 0)
+			f.reconcile(t)
+			if got := leaserecord.Read(f.lease(t)); !got.Shows("a", "uid-a", 1) {
+				t.Fatalf("the Lease shows %+v, want a's grant of token 1", got)
+			}
+		}
+		if err := f.c.Delete(t.Context(), f.fl(t)); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			f.reconcile(t)
+		}
+		if got := leaserecord.Read(f.lease(t)); got.Holder != "" || got.Token != token {
+			t.Fatalf("handOver=%v: the tombstone shows %+v, want no holder and token %d", handOver, got, token)
+		}
+		if err := f.c.Get(t.Context(), key, &fencingv1.FencedLease{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("handOver=%v: the FencedLease is still there after its holder was revoked: %v", handOver, err)
+		}
+		p := &corev1.Pod{}
+		if err := f.c.Get(t.Context(), client.ObjectKey{Namespace: key.Namespace, Name: holder}, p); err == nil &&
+			p.Annotations[fencingv1.StateAnnotation] != string(fencingv1.PodRevoked) {
+			t.Fatalf("handOver=%v: %s's pod shows %q, want Revoked (or deleted)", handOver, holder, p.Annotations[fencingv1.StateAnnotation])
+		}
 	}
 }
 

@@ -6,11 +6,12 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// statusCoalesce is how long the status write after a hand-over waits for the new
-// holder's first renewal, so that one write records the revocation, the grant and the
-// first renewal (X4 with G1 and R2). The Lease already holds the grant, so the wait is
-// off everyone's way but a status reader's: `kubectl get fl` names the new holder up to
-// this late. A Warm holder, or pkg/holder started on the grant, renews at once.
+// statusCoalesce is how long the status write after a hand-over, or after a grant on an
+// idle FencedLease, waits for the new holder's first renewal, so that one write records
+// the revocation (if any), the grant and the first renewal (X4, G4 with R2). The Lease
+// already holds the grant, so the wait is off everyone's way but a status reader's:
+// `kubectl get fl` names the new holder up to this late. A Warm holder, or pkg/holder
+// started on the grant, renews at once.
 const statusCoalesce = 2 * time.Second
 
 // coalesceWindow is statusCoalesce, but never more than half the new grant's lease, so
@@ -19,11 +20,12 @@ func coalesceWindow(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duratio
 	return min(statusCoalesce, grantDuration(h, fl)/2)
 }
 
-// deferStatus decides whether the status write of decision d waits (X4'): only for a
-// grant the Lease holds already — handed over in this decision's compare-and-swap, or
-// handed over by this process earlier and adopted off the Lease now (adoptRule) — that
-// has not renewed yet, within coalesceWindow of the hand-over on this process's clock.
-// A process that did not hand it over (restarted, or a new leader) records it at once,
+// deferStatus decides whether the status write of decision d waits (X4', G4): only for a
+// grant the Lease holds already — handed over in this decision's compare-and-swap,
+// granted on an idle FencedLease's Lease in this decision (G2), or written so by this
+// process earlier and adopted off the Lease now (adoptRule) — that has not renewed yet,
+// within coalesceWindow of that Lease write on this process's clock.
+// A process that did not write it (restarted, or a new leader) records it at once,
 // as it does a deleted FencedLease. adopted says which kind of grant d makes.
 func (d *decision) deferStatus(w world, in *input, adopted bool) {
 	g := d.grant
@@ -32,9 +34,11 @@ func (d *decision) deferStatus(w world, in *input, adopted bool) {
 	}
 	var since time.Time
 	switch {
-	case adopted:
+	case adopted && !in.renewal.revoking.handedOverAt.IsZero():
 		since = in.renewal.revoking.handedOverAt
-	case d.handsOver(w):
+	case adopted:
+		since = w.grantedOnLeaseAt
+	case d.handsOver(w), d.grantOnLease:
 		since = w.now
 	}
 	if since.IsZero() {

@@ -151,13 +151,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.syncLease(ctx, fl, w.lease, w.renewal); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing Lease: %w", err)
 		}
+		if h := d.granted(); h != nil && d.grantOnLease && d.statusWait > 0 {
+			r.tracker.grantedOnLease(req.NamespacedName, h.PodUID, h.Token, d.now) // G2 landed; the status follows (G4)
+		}
 	}
 	if err := r.syncPods(ctx, fl, append(w.pods, w.unlabeled...)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if fl.DeletionTimestamp != nil && d.grant != nil {
-		// A grant only the Lease recorded (a hand-over whose status write waited) was
-		// adopted just now, and its holder may be at work: revoke it (D1) before letting go.
+		// A grant only the Lease recorded (G2, or a hand-over) was adopted just now, and
+		// its holder may be at work: revoke it (D1) before letting go.
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if fl.DeletionTimestamp != nil {
@@ -228,6 +231,9 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (wo
 				return w, err
 			}
 		}
+	}
+	if rec := leaserecord.Read(w.lease); rec.Ahead(fl.Status.FencingToken) {
+		w.grantedOnLeaseAt = r.tracker.grantedOnLeaseAt(client.ObjectKeyFromObject(fl), rec.HolderUID, rec.Token)
 	}
 	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {
 		// A lock-delay this process did not begin (it took over since) counts from now.

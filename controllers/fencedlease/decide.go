@@ -31,6 +31,9 @@ type world struct {
 	unlabeled []corev1.Pod
 	// renewal is the tracker's view of the current holder's renewals; zero without holder.
 	renewal renewal
+	// grantedOnLeaseAt is when this process wrote the grant the Lease names and the status
+	// does not record yet (G2 on an idle FencedLease); zero when it did not.
+	grantedOnLeaseAt time.Time
 	// successor is a waiting pod of a newer revision of the holder's own Deployment or
 	// StatefulSet; looked up only while the holder has not been asked to hand off.
 	successor *corev1.Pod
@@ -65,7 +68,8 @@ type input struct {
 	cannotStart       string
 	unschedulableLeft time.Duration
 	// handedOver: the Lease names the next grant already — the hand-over's
-	// compare-and-swap (X3 with G2) landed, and the status write after it did not.
+	// compare-and-swap (X3 with G2), or a grant's first write on an idle FencedLease
+	// (G2), landed, and the status write after it did not (yet).
 	handedOver bool
 }
 
@@ -74,6 +78,7 @@ func classify(w world, h *fencingv1.Holder) input {
 	in := input{world: w, h: h, record: leaserecord.Read(w.lease)}
 	if h == nil {
 		in.state = in.record.State(w.fl.Name, "", "", 0)
+		in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.fl.Status.FencingToken)
 		return in
 	}
 	in.state = in.record.State(w.fl.Name, h.PodName, h.PodUID, h.Token)
@@ -103,9 +108,9 @@ func classify(w world, h *fencingv1.Holder) input {
 const conflictRecheck = 5 * time.Second
 
 // decide computes the next status from what was observed: the holder rules judge the
-// grant the status names, then the grant rule may name the next holder in the same
-// status write (G1). It is pure: all writes happen after it, starting with the Lease
-// when a transition must clear it first, then the status it returns.
+// grant the status names, then the grant rule may name the next holder (G1). It is pure:
+// all writes happen after it, starting with the Lease when a transition must clear it
+// first or the Lease is the grant's first record (X3, G2), then the status it returns.
 func decide(w world) decision {
 	fl := w.fl
 	d := decision{status: *fl.Status.DeepCopy(), now: w.now}
@@ -148,6 +153,7 @@ func decide(w world) decision {
 	}
 	if next != nil {
 		d.grant = next
+		d.grantOnLease = !adopted && fl.Status.Holder == nil
 		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == next.holder.PodUID })
 		st.FencingToken = max(st.FencingToken, next.holder.Token)
 		st.Transitions++

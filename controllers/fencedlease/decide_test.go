@@ -88,8 +88,10 @@ func TestFirstCandidateGetsTokenOneFIFO(t *testing.T) {
 	if fl.Status.FencingToken != 1 || fl.Status.Waiting != 2 || fl.Status.Transitions != 1 {
 		t.Fatalf("status: %+v", fl.Status)
 	}
-	if d.requeueAfter != 10*time.Second {
-		t.Fatalf("requeueAfter = %v, want the full duration", d.requeueAfter)
+	// G1 on an idle FencedLease: the Lease first, the status waits for the first renewal.
+	if !d.grantOnLease || d.statusWait != statusCoalesce || d.requeueAfter != statusCoalesce {
+		t.Fatalf("grantOnLease %v, statusWait %v, requeueAfter %v: want the Lease first and the status write to wait %v",
+			d.grantOnLease, d.statusWait, d.requeueAfter, statusCoalesce)
 	}
 	// Among equal creation times the name decides: a before b.
 	pods[1].Status.Phase = corev1.PodSucceeded

@@ -5,14 +5,17 @@
 // # Guarantees
 //
 //   - Tokens for one namespace/name strictly increase and are never reused. A token is
-//     spent the moment the FencedLease status that names it is written (with a
-//     resourceVersion precondition, and a CEL rule on the status that forbids lowering
-//     it); the Lease keeps the high-water token after the FencedLease is deleted, and a
-//     re-created FencedLease continues above it.
+//     spent the moment its first record is written: the Lease's create or
+//     compare-and-swap (a grant on an idle FencedLease, G2; a hand-over, X3), or the
+//     FencedLease status (with a resourceVersion precondition, and a CEL rule on the
+//     status that forbids lowering it); every decision floors the status's token at the
+//     Lease's; the Lease keeps the high-water token after the FencedLease is deleted, and
+//     a re-created FencedLease continues above it.
 //   - At most one pod is granted at a time, as judged by this controller: the Lease and
 //     the status each name at most one holder, and a new holder is named only in the
-//     same write that ends the previous grant — the status's write, or in a failover the
-//     Lease's compare-and-swap (the hand-over, X3), which the status then follows.
+//     same write that ends the previous grant — the status's write, or the Lease's
+//     compare-and-swap (the hand-over, X3) — or, on an idle FencedLease, in the Lease's
+//     create or compare-and-swap (G2); the status then follows the Lease.
 //
 // # The protocol, step by step
 //
@@ -26,23 +29,39 @@
 //
 // Grant (grantRule; no holder, not suspended, not deleting, tokens left):
 //
-//	G1. Write the status: holder = the oldest candidate (or the successor a hand-off
+//	G1. Decide the grant: holder = the oldest candidate (or the successor a hand-off
 //	    named, or a waiting pod of a newer revision of the ended holder's workload: H4),
-//	    fencingToken+1, with the resourceVersion read. Candidates are Cold (gated by our
-//	    gate alone) or Warm (admitted in spec.standby Warm, no gate: already running),
-//	    and granted in the same order either way. Invariant: from here the
-//	    number is spent; a crash may waste it, never reuse it. Crash after G1: the status
-//	    names the grant; G2 and G3 are done by the next reconcile.
+//	    fencingToken+1, the token floored at the Lease's and spec.minFencingToken.
+//	    Candidates are Cold (gated by our gate alone) or Warm (admitted in spec.standby
+//	    Warm, no gate: already running), and granted in the same order either way.
+//	    Invariant: from the grant's first record on, the number is spent; a crash may
+//	    waste it, never reuse it. On an idle FencedLease (the status named no holder) the
+//	    first record is the Lease (G2), and the status follows it (G4); in a failover it is
+//	    the Lease's hand-over (X3). When a release ends the previous grant in the same
+//	    decision (L3), it is the status, written with the resourceVersion read; crash
+//	    after that write: G2 and G3 are done by the next reconcile.
 //	G2. Write the Lease: holderIdentity, holder UID, token, leaseDurationSeconds,
 //	    acquireTime = renewTime = the grant's time (so the grant's own write is never taken
-//	    for a renewal). Crash after G2: G3 is done next; the tracker starts the startup
-//	    deadline from its first look.
+//	    for a renewal). As a grant's first record: created — which fails, spending
+//	    nothing, when any Lease of that name exists (a tombstone the cache did not show,
+//	    a foreign one) — or swapped from the tombstone with the resourceVersion read, so
+//	    no two grants both land. Safe before the status, as X3 is: the Lease's token only
+//	    rises, every decision floors the status's token at it, and a Lease naming a grant
+//	    ahead of the status's token is adopted (adoptRule), never granted again; only the
+//	    operator may delete the Lease (the admission policy) but with its namespace.
+//	    Crash after G2: the next reconcile adopts the grant and does G3; the tracker
+//	    starts the startup deadline from its first look.
 //	G3. Write the pod, in one patch: token, state Holding, the holder label, the
 //	    scheduling gate removed — only now can a Cold pod start, with FENCING_TOKEN
 //	    resolved; a Warm one's workload learns of the grant from the Lease (G2), on its
 //	    watch. Demotions of earlier pods come first and drop the holder label in the same
 //	    patch that marks them, so no two pods are ever marked Holding, or labeled, at once;
 //	    a revoked pod's deletion (X6) comes after this patch, off a Cold holder's way.
+//	G4. Write the status for a grant whose first record is the Lease: it waits for the
+//	    holder's first renewal, at most coalesceWindow (2 s, half a short lease) on this
+//	    process's clock from G2 (deferStatus), so one write records the grant and its
+//	    first renewal (R2). A process that did not write G2 (restarted, a new leader)
+//	    records it at its first look. Meanwhile the status shows no holder yet.
 //
 // Renew (the holder, pkg/holder or the agent; the controller only observes):
 //
@@ -53,8 +72,9 @@
 //	    own monotonic clock (tracker.go); a new process gives every holder a full lease
 //	    from its first look. The first renewal is recorded once in the status
 //	    (firstRenewTime): from there the grant runs on its lease duration, before it on
-//	    its startup deadline. A renewal alone costs no status write; a first renewal
-//	    after a hand-over shares the hand-over's status write (X4).
+//	    its startup deadline. A renewal alone costs no status write; the first renewal
+//	    of a hand-over or of a grant on an idle FencedLease shares its status write (X4,
+//	    G4).
 //
 // Release (releasedRule) — a grant ended without fault:
 //

@@ -209,28 +209,38 @@ func TestAHandOverIsRecordedWhenTheWaitForItsFirstRenewalIsOver(t *testing.T) {
 		f := newCASFixture(t)
 		f.clock.Step(11 * time.Second)
 		f.reconcile(t)
-		if restart {
-			f.r.tracker = newRenewalTracker(f.clock)
-		} else {
-			f.clock.Step(coalesceWindow(&fencingv1.Holder{LeaseDurationSeconds: 10}, f.fl(t)) - 100*time.Millisecond)
-			f.reconcile(t)
-			if name, _, _ := f.holder(t); name != "a" {
-				t.Fatalf("the status was written before the wait was over: holder %s", name)
-			}
-			f.clock.Step(100 * time.Millisecond)
-		}
-		f.reconcile(t)
-		fl := f.fl(t)
-		if h := fl.Status.Holder; h == nil || h.PodName != "b" || h.Token != 2 || h.FirstRenewTime != nil {
-			t.Fatalf("restart=%v: holder %+v, want b's token 2, not renewed yet", restart, h)
-		}
-		if c := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady); c == nil || c.Reason != fencingv1.ReasonHolderStarting {
-			t.Fatalf("restart=%v: Ready %+v, want HolderStarting", restart, c)
-		}
+		fl := f.endTheWait(t, restart, "a", "b", 2)
 		if rv := fl.Status.LastRevocation; rv == nil || rv.PodName != "a" || rv.Reason != fencingv1.ReasonStartupDeadlineExceeded {
 			t.Fatalf("restart=%v: revocation %+v, want a's StartupDeadlineExceeded", restart, rv)
 		}
 	}
+}
+
+// endTheWait follows a grant only the Lease records to the status: restart makes a new
+// tracker (a process that did not write it records it at once); else the status still
+// names before until 100 ms before the wait ends, and names the grant (pod, token, not
+// renewed yet: HolderStarting) when it has. It returns the FencedLease as recorded.
+func (f *casFixture) endTheWait(t *testing.T, restart bool, before, pod string, token int64) *fencingv1.FencedLease {
+	t.Helper()
+	if restart {
+		f.r.tracker = newRenewalTracker(f.clock)
+	} else {
+		f.clock.Step(coalesceWindow(&fencingv1.Holder{LeaseDurationSeconds: 10}, f.fl(t)) - 100*time.Millisecond)
+		f.reconcile(t)
+		if name, _, _ := f.holder(t); name != before {
+			t.Fatalf("the status was written before the wait was over: holder %q", name)
+		}
+		f.clock.Step(100 * time.Millisecond)
+	}
+	f.reconcile(t)
+	fl := f.fl(t)
+	if h := fl.Status.Holder; h == nil || h.PodName != pod || h.Token != token || h.FirstRenewTime != nil {
+		t.Fatalf("restart=%v: holder %+v, want %s's token %d, not renewed yet", restart, h, pod, token)
+	}
+	if c := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady); c == nil || c.Reason != fencingv1.ReasonHolderStarting {
+		t.Fatalf("restart=%v: Ready %+v, want HolderStarting", restart, c)
+	}
+	return fl
 }
 
 func (f *casFixture) fl(t *testing.T) *fencingv1.FencedLease {

@@ -141,7 +141,7 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		}})
 	})
 
-	It("grants an idle FencedLease with three writes: status, Lease, pod", func() {
+	It("grants an idle FencedLease with three writes, its first renewal included: the Lease first, then the pod, and one status write", func() {
 		createFL(ns, "invoices", 5, fencingv1.DeletePodPolicy)
 		Eventually(func() []string { return getFL(ns, "invoices").Finalizers }).WithTimeout(timeout).Should(ContainElement(fencingv1.Finalizer))
 		Eventually(func() []metav1.Condition { return getFL(ns, "invoices").Status.Conditions }).WithTimeout(timeout).
@@ -149,12 +149,20 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 
 		counter.start()
 		createPod(ns, "a", "invoices")
+		Eventually(func(g Gomega) {
+			g.Expect(getLease(g, ns, "invoices").Spec.HolderIdentity).To(HaveValue(Equal("a")))
+		}).WithTimeout(timeout).Should(Succeed())
+		renew(ns, "invoices") // a's first renewal, as pkg/holder sends it on the grant
 		expectHolder(ns, "invoices", "a", 1)
+		Expect(getFL(ns, "invoices").Status.Holder.FirstRenewTime).NotTo(BeNil(), "the grant and its first renewal in one status write")
 		counter.awaitEvents(2)
+		Consistently(counter.writes).WithTimeout(time.Second).WithPolling(poll).Should(Equal(counter.writes()))
 		objects, events := writes(counter.stop())
 		GinkgoWriter.Printf("grant: writes %v, events %v\n", objects, events)
-		Expect(sum(objects)).To(Equal(3), "status, the Lease, the pod: %v", objects)
-		Expect(sum(events)).To(BeNumerically("<=", 2), "one Granted event on the FencedLease and one on the pod: %v", events)
+		Expect(sum(objects)).To(Equal(3), "the Lease, the pod, the status: %v", objects)
+		Expect(objects["POST /apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases"]).To(Equal(1), "the Lease created: %v", objects)
+		Expect(objects["PUT /apis/fencing.fencedlease.io/v1alpha1/namespaces/"+ns+"/fencedleases/invoices/status"]).To(Equal(1), "one status write: %v", objects)
+		Expect(sum(events)).To(Equal(2), "one Granted event on the FencedLease and one on the pod: %v", events)
 	})
 
 	It("fails over with five writes and three events, b's first renewal included: one Lease write moves the grant, one status write records it", func() {

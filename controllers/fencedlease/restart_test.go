@@ -56,6 +56,8 @@ var _ = Describe("Controller restart and failover", func() {
 		expectHolder(ns, "invoices", "a", 1)
 		renew(ns, "invoices")
 		Eventually(func(g Gomega) { expectWaiting(g, ns, "b") }).Should(Succeed())
+		Eventually(func() *metav1.MicroTime { return getFL(ns, "invoices").Status.Holder.FirstRenewTime }).
+			WithTimeout(timeout).ShouldNot(BeNil(), "term 1 saw the renewal")
 
 		By("ending the term for longer than the lease, while A is silent")
 		stop()

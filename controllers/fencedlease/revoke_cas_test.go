@@ -61,9 +61,6 @@ type casFixture struct {
 
 func newCASFixture(t *testing.T) *casFixture {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = fencingv1.AddToScheme(scheme)
 	fl := newFL(10)
 	fl.Finalizers = []string{fencingv1.Finalizer}
 	h := &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 1, AcquireTime: *microTime(t0), LeaseDurationSeconds: 10}
@@ -73,7 +70,17 @@ func newCASFixture(t *testing.T) *casFixture {
 	a, b := pod("a", t0), pod("b", t0.Add(time.Second))
 	a.Annotations = map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodHolding), fencingv1.TokenAnnotation: "1"}
 	a.Spec.SchedulingGates = nil
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fl, lease, &a, &b).
+	f := fixtureOf(fl, lease, &a, &b)
+	f.reconcile(t) // the controller sees the grant at t0
+	return f
+}
+
+// fixtureOf is a Reconciler on a fake clock at t0 and a fake client holding objs.
+func fixtureOf(objs ...client.Object) *casFixture {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = fencingv1.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&fencingv1.FencedLease{}).Build()
 	clock := clocktesting.NewFakeClock(t0)
 	reader := &afterLeaseRead{Client: c}
@@ -81,9 +88,7 @@ func newCASFixture(t *testing.T) *casFixture {
 	// uncached reader for the reads that fall back to it.
 	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
 	r.tracker = newRenewalTracker(clock)
-	f := &casFixture{c: c, clock: clock, r: r, reader: reader}
-	f.reconcile(t) // the controller sees the grant at t0
-	return f
+	return &casFixture{c: c, clock: clock, r: r, reader: reader}
 }
 
 func (f *casFixture) reconcile(t *testing.T) {

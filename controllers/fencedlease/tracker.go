@@ -22,6 +22,9 @@ type renewalTracker struct {
 	// delays remembers, per FencedLease, when this process began the lock-delay of its
 	// last revocation.
 	delays map[types.NamespacedName]delayStart
+	// onLease remembers, per FencedLease, the grant this process last wrote on an idle
+	// FencedLease's Lease ahead of the status (G2), and when.
+	onLease map[types.NamespacedName]delayStart
 }
 
 // delayStart is when the lock-delay after revocation (uid, token) began on this clock.
@@ -75,7 +78,8 @@ type pendingRevocation struct {
 }
 
 func newRenewalTracker(c clock.PassiveClock) *renewalTracker {
-	return &renewalTracker{clock: c, seen: map[types.NamespacedName]renewal{}, delays: map[types.NamespacedName]delayStart{}}
+	return &renewalTracker{clock: c, seen: map[types.NamespacedName]renewal{}, delays: map[types.NamespacedName]delayStart{},
+		onLease: map[types.NamespacedName]delayStart{}}
 }
 
 // observe returns when this process last saw a renewal of grant (uid, token). A
@@ -172,10 +176,30 @@ func (t *renewalTracker) delayStarted(key types.NamespacedName, uid types.UID, t
 	return at
 }
 
+// grantedOnLease records that this process wrote grant (uid, token) on the Lease at at,
+// before the status records it (G2 on an idle FencedLease).
+func (t *renewalTracker) grantedOnLease(key types.NamespacedName, uid types.UID, token int64, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.onLease[key] = delayStart{uid: uid, token: token, since: at}
+}
+
+// grantedOnLeaseAt is when this process wrote grant (uid, token) on the Lease; zero when
+// it did not (another process did, or this one restarted since).
+func (t *renewalTracker) grantedOnLeaseAt(key types.NamespacedName, uid types.UID, token int64) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if g, ok := t.onLease[key]; ok && g.uid == uid && g.token == token {
+		return g.since
+	}
+	return time.Time{}
+}
+
 // forget drops what is known of a FencedLease that is gone.
 func (t *renewalTracker) forget(key types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.seen, key)
 	delete(t.delays, key)
+	delete(t.onLease, key)
 }

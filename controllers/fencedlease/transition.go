@@ -12,7 +12,7 @@ type transitionKind string
 const (
 	// keep: the grant goes on; look again when it could next run out.
 	keep transitionKind = "Keep"
-	// grant: a new grant to the next candidate (G1–G3).
+	// grant: a new grant to the next candidate (G1–G4).
 	grant transitionKind = "Grant"
 	// release: the grant ended without fault (L1–L3).
 	release transitionKind = "Release"
@@ -67,6 +67,9 @@ type decision struct {
 	// statusWait > 0: the status write waits this long for the first renewal of a grant
 	// the Lease holds already (deferStatus); the Lease and the pods follow status now.
 	statusWait time.Duration
+	// grantOnLease: the grant goes to an idle FencedLease and the Lease is its first
+	// record (G1, G2): created, or swapped on the version read, before the status.
+	grantOnLease bool
 }
 
 // ended is the end transition when it is of kind k, else nil.

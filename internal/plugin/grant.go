@@ -12,9 +12,8 @@ import (
 )
 
 // currentGrant is the grant in force: the one the Lease names when it is ahead of the
-// status (a failover's hand-over writes the next grant on the Lease first, and the status
-// records it with the holder's first renewal, up to 2 s later), else the status's holder;
-// nil when none.
+// status (the operator writes a grant on the Lease first, and the status records it with
+// the holder's first renewal, up to 2 s later), else the status's holder; nil when none.
 // pending says the status does not record it yet.
 func currentGrant(fl *fencingv1.FencedLease, lease *coordinationv1.Lease) (h *fencingv1.Holder, pending bool) {
 	rec := leaserecord.Read(lease)

@@ -23,8 +23,8 @@ func leaseNaming(pod string, token int64, acquired time.Time) *coordinationv1.Le
 	}
 }
 
-// A hand-over names the next grant on the Lease first and the status follows with the
-// first renewal: in between, the plugin shows (and revokes) the grant the Lease names — not the
+// The operator names a grant on the Lease first and the status follows with the first
+// renewal: in between, the plugin shows (and revokes) the grant the Lease names — not the
 // ended one the status still names, nor none.
 func TestTheGrantInForceIsTheLeasesWhileTheStatusFollows(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)

@@ -55,6 +55,10 @@ var _ = Describe("Grants that cannot start (issue 21, item 5)", func() {
 			g.Expect(p.Status.ContainerStatuses).NotTo(BeEmpty())
 			g.Expect(p.Status.ContainerStatuses[0].State.Waiting).NotTo(BeNil())
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		// The status records the grant with its first renewal, or within 2 s without one.
+		Eventually(func(g Gomega) {
+			g.Expect(getFL(g, ns).Status.Holder).NotTo(BeNil())
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		Consistently(func(g Gomega) {
 			fl := getFL(g, ns)
 			g.Expect(fl.Status.Holder).NotTo(BeNil())

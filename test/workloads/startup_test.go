@@ -37,8 +37,12 @@ var _ = Describe("Slow starts (issue 8, section 2)", func() {
 			g.Expect(p.Annotations).To(HaveKeyWithValue(fencingv1.TokenAnnotation, "1"))
 			g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		// The Lease names a first; the status records it within half the lease (G4).
+		Eventually(func(g Gomega) { g.Expect(getFL(g, ns).Status.Holder).NotTo(BeNil()) }).
+			WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		Consistently(func(g Gomega) {
 			fl := getFL(g, ns)
+			g.Expect(fl.Status.Holder).NotTo(BeNil())
 			g.Expect(fl.Status.Holder.PodName).To(Equal("a"))
 			g.Expect(fl.Status.Revocations).To(BeZero())
 		}).WithTimeout(2*lease).WithPolling(poll).Should(Succeed(), "revoked while it was still starting")
