@@ -135,7 +135,7 @@ func Start(o Options) (c *Cluster, err error) {
 	// node lifecycle controller then marks its pods NotReady for good, and a StatefulSet
 	// waits forever for them). At 40 s, as the kubelet's default, a 10 s grace period was
 	// one renewal interval, with no margin.
-	nodeLease := strconv.Itoa(max(1, int((4*o.NodeMonitorGracePeriod/5).Seconds())))
+	nodeLease := strconv.Itoa(max(1, int((4 * o.NodeMonitorGracePeriod / 5).Seconds())))
 	c.kwok = func(node string) (*exec.Cmd, error) {
 		return c.run(assets, "kwok-"+node, "kwok", "--kubeconfig="+kubeconfig, "--config="+stagesFile,
 			"--manage-single-node="+node, "--node-lease-duration-seconds="+nodeLease, "--server-address=", "--node-port=0")
