@@ -26,6 +26,7 @@ import (
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
+	"github.com/fencedlease/fencedlease/internal/eventnote"
 	"github.com/fencedlease/fencedlease/internal/leaserecord"
 )
 
@@ -400,10 +401,22 @@ func (r *Reconciler) statusWritten(fl *fencingv1.FencedLease, d decision) {
 	}
 }
 
-// record tells users (events) and dashboards (metrics) what a status write changed.
+// record tells users (events) and dashboards (metrics) what a status write changed. A
+// transition — a grant that ends and the next that begins in one write — is one event on
+// the FencedLease (the end's reason and type, both halves in its note) and one on the new
+// holder's pod; the ended grant's pod shows state Revoked or Released, and is usually
+// deleted, so an event there would be one more write in the failover for nobody.
 func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d decision) {
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(fl)
+	var granted *corev1.Pod
+	withGrant := func(note string) string { return note }
+	if t := d.grant; t != nil {
+		h := t.holder
+		granted = podRef(fl.Namespace, h.PodName, h.PodUID)
+		withGrant = func(ended string) string { return eventnote.Transition(ended, h.Token, h.PodName) }
+	}
+	transition := false
 	if t, rv := d.end, d.revoked(); rv != nil {
 		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
 		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.rule, "late", t.lateness)
@@ -411,24 +424,29 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		if rv.Message != "" {
 			detail += " (" + rv.Message + ")"
 		}
-		r.event(fl, pod, d.grant == nil, corev1.EventTypeWarning, "Revoked", "Revoke",
-			"revoked token %d of pod %s: %s", rv.Token, rv.PodName, detail)
+		note := eventnote.Revoked(rv.Token, rv.PodName, detail)
+		r.event(fl, pod, granted == nil, corev1.EventTypeWarning, "Revoked", "Revoke", "%s", withGrant(note))
 		r.Metrics.revoked(rv.Reason, t.lateness)
+		transition = true
 	}
 	if t := d.released(); t != nil {
 		h := t.holder
 		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
 		log.Info("released", "pod", klog.KObj(pod), "token", h.Token, "reason", t.release)
-		r.event(fl, pod, d.grant == nil, corev1.EventTypeNormal, "Released", "Release",
-			"pod %s released token %d: %s", h.PodName, h.Token, t.release)
+		note := eventnote.Released(h.Token, h.PodName, string(t.release))
+		r.event(fl, pod, granted == nil, corev1.EventTypeNormal, "Released", "Release", "%s", withGrant(note))
 		r.Metrics.released(t.release)
+		transition = true
 	}
 	if t := d.grant; t != nil {
 		h := t.holder
-		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
-		log.Info("granted", "pod", klog.KObj(pod), "token", h.Token)
-		r.event(fl, pod, true, corev1.EventTypeNormal, "Granted", "Grant",
-			"granted token %d to pod %s", h.Token, h.PodName)
+		log.Info("granted", "pod", klog.KObj(granted), "token", h.Token)
+		note := eventnote.Granted(h.Token, h.PodName)
+		if transition {
+			r.eventOnPod(fl, granted, corev1.EventTypeNormal, "Granted", "Grant", note)
+		} else {
+			r.event(fl, granted, true, corev1.EventTypeNormal, "Granted", "Grant", "%s", note)
+		}
 		if !t.podCreated.IsZero() {
 			r.Metrics.granted(h.AcquireTime.Sub(t.podCreated)) // the grant's time: its status write may have waited
 		}
@@ -437,16 +455,21 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 }
 
 // event records an event on the FencedLease naming the pod, and — onPod — the same event
-// on the pod naming the FencedLease. A grant that ends as the next begins (a failover) is
-// told on the FencedLease only: its pod shows state Revoked or Released, and is usually
-// deleted, so the pod's event would be one more write in the failover for nobody.
+// on the pod naming the FencedLease.
 func (r *Reconciler) event(fl *fencingv1.FencedLease, pod *corev1.Pod, onPod bool, kind, reason, action, format string, args ...any) {
 	if r.Recorder == nil {
 		return
 	}
 	r.Recorder.Eventf(fl, pod, kind, reason, action, format, args...)
 	if onPod {
-		r.Recorder.Eventf(pod, fl, kind, reason, action, format, args...)
+		r.eventOnPod(fl, pod, kind, reason, action, fmt.Sprintf(format, args...))
+	}
+}
+
+// eventOnPod records an event on the pod alone, naming the FencedLease.
+func (r *Reconciler) eventOnPod(fl *fencingv1.FencedLease, pod *corev1.Pod, kind, reason, action, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(pod, fl, kind, reason, action, "%s", note)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/eventnote"
 )
 
 // HistoryEntry is one grant, release, revocation or request, oldest first.
@@ -73,8 +74,13 @@ func (o *Options) history(cmd *cobra.Command, c client.Client, ns, name string) 
 	})}); err != nil {
 		return nil, fmt.Errorf("listing events: %w", err)
 	}
-	h := &History{Namespace: ns, Name: name, Entries: []HistoryEntry{}, now: now}
-	for _, ev := range events.Items {
+	return historyOf(fl, events.Items, now), nil
+}
+
+// historyOf is the timeline of fl from its events and its status.
+func historyOf(fl *fencingv1.FencedLease, events []corev1.Event, now time.Time) *History {
+	h := &History{Namespace: fl.Namespace, Name: fl.Name, Entries: []HistoryEntry{}, now: now}
+	for _, ev := range events {
 		if ev.InvolvedObject.UID != "" && ev.InvolvedObject.UID != fl.UID {
 			continue // a FencedLease of the same name that was deleted
 		}
@@ -82,15 +88,22 @@ func (o *Options) history(cmd *cobra.Command, c client.Client, ns, name string) 
 		if ev.Related != nil {
 			e.Pod = ev.Related.Name
 		}
+		if ended, token, pod, ok := eventnote.SplitTransition(ev.Message); ok {
+			// A failover's one event: the grant that ended, then the next.
+			e.Message = ended
+			h.Entries = append(h.Entries, e, HistoryEntry{Time: e.Time, Reason: "Granted", Type: corev1.EventTypeNormal,
+				Pod: pod, Message: eventnote.Granted(token, pod), Source: "event"})
+			continue
+		}
 		h.Entries = append(h.Entries, e)
 	}
 	if hd := fl.Status.Holder; hd != nil && !h.has("Granted", hd.PodName) {
 		h.Entries = append(h.Entries, HistoryEntry{Time: hd.AcquireTime.Time, Reason: "Granted", Type: corev1.EventTypeNormal,
-			Pod: hd.PodName, Source: "status", Message: fmt.Sprintf("granted token %d to pod %s", hd.Token, hd.PodName)})
+			Pod: hd.PodName, Source: "status", Message: eventnote.Granted(hd.Token, hd.PodName)})
 	}
 	if rv := fl.Status.LastRevocation; rv != nil && !h.has("Revoked", rv.PodName) {
 		h.Entries = append(h.Entries, HistoryEntry{Time: rv.Time.Time, Reason: "Revoked", Type: corev1.EventTypeWarning,
-			Pod: rv.PodName, Source: "status", Message: fmt.Sprintf("revoked token %d of pod %s: %s", rv.Token, rv.PodName, rv.Reason)})
+			Pod: rv.PodName, Source: "status", Message: eventnote.Revoked(rv.Token, rv.PodName, string(rv.Reason))})
 	}
 	slices.SortStableFunc(h.Entries, func(a, b HistoryEntry) int {
 		if c := a.Time.Compare(b.Time); c != 0 {
@@ -98,7 +111,7 @@ func (o *Options) history(cmd *cobra.Command, c client.Client, ns, name string) 
 		}
 		return cmp.Compare(endsBeforeStarts[a.Reason], endsBeforeStarts[b.Reason])
 	})
-	return h, nil
+	return h
 }
 
 // endsBeforeStarts orders what one decision did (same time): a grant ends, then the next begins.
