@@ -48,6 +48,7 @@ type Reconciler struct {
 	tracker   *renewalTracker
 	recovery  *recovery
 	ownWrites *ownWrites
+	uncached  *uncachedLeases
 }
 
 // +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases,verbs=get;list;watch;update;patch
@@ -59,9 +60,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile observes, decides the next status, writes it once, then makes the Lease and
-// the pods follow it. A write that lost an optimistic-concurrency race, or hit an object
-// the cache did not yet know was gone, is retried from a fresh observation; that is
-// routine, not an error to report.
+// the pods follow it. A write that lost an optimistic-concurrency race, hit an object
+// the cache did not yet know was gone, or created one that already existed, is retried
+// from a fresh observation; that is routine, not an error to report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// No request may hang: a reconcile stuck on a dead connection holds its FencedLease.
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
@@ -69,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res, err := r.reconcile(ctx, req)
 	r.recovery.observe(err)
 	switch {
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err):
 		logf.FromContext(ctx).V(1).Info("stale read, retrying", "error", err.Error())
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	case errors.Is(err, leadership.ErrNotLeader) || errors.Is(err, leadership.ErrTermEnded):
@@ -103,6 +104,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, fl); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.tracker.forget(req.NamespacedName)
+			r.uncached.found(req.NamespacedName, false)
 			r.Metrics.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
@@ -123,7 +125,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
-	w, err := r.observe(ctx, fl)
+	w, err := r.observe(ctx, fl, false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -133,6 +135,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: cacheBehind}, nil
 	}
 	d := decide(w)
+	if w.leaseUnread && !d.createsLease() {
+		// The cache shows no Lease, and it holds labeled Leases only: ask the API server
+		// (a Lease someone else created, a tombstone the watch has not brought yet), and
+		// decide again. A grant whose first write is the Lease's creation needs no read:
+		// the creation fails, spending nothing, if any Lease of that name exists (G2).
+		if w, err = r.observe(ctx, fl, true); err != nil {
+			return ctrl.Result{}, err
+		}
+		d = decide(w)
+	}
 	ours := !d.foreignLease
 	if d.leaseFirst() && ours {
 		handsOver := d.handsOver(w)
@@ -198,10 +210,14 @@ func (r *Reconciler) executedOnLease(fl *fencingv1.FencedLease, d decision, hand
 // makes the revocation's compare-and-swap on the Lease fail. So is one the cache has not
 // shown yet: the compare-and-swap carries the version read, so the cache may lag without
 // a holder ever being revoked for a renewal that landed.
-func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease) (world, error) {
+func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, uncached bool) (world, error) {
 	w := world{fl: fl, now: r.Clock.Now()}
 	var err error
-	if w.lease, err = r.readLease(ctx, client.ObjectKeyFromObject(fl)); err != nil {
+	// A grant's Lease is read from the API server when the cache misses it: the tracker
+	// takes its first look at a grant with the Lease it read, as a second look with the
+	// Lease's renewTime would count as a renewal.
+	uncached = uncached || fl.Status.Holder != nil
+	if w.lease, w.leaseUnread, err = r.readLease(ctx, client.ObjectKeyFromObject(fl), uncached); err != nil {
 		return w, err
 	}
 	if w.pods, err = r.pods.forLease(fl.Namespace, fl.Name); err != nil {
@@ -300,19 +316,23 @@ func renewalOn(l *coordinationv1.Lease, h *fencingv1.Holder) *metav1.MicroTime {
 // and follows every renewal without a request. Only a Lease the cache does not show —
 // none yet, one the cache has not caught up with, or a foreign one without the label —
 // costs a read. nil when there is none.
-func (r *Reconciler) readLease(ctx context.Context, key client.ObjectKey) (*coordinationv1.Lease, error) {
+func (r *Reconciler) readLease(ctx context.Context, key client.ObjectKey, uncached bool) (_ *coordinationv1.Lease, unread bool, _ error) {
 	lease := &coordinationv1.Lease{}
 	err := r.Get(ctx, key, lease)
 	if apierrors.IsNotFound(err) {
+		if !uncached && !r.uncached.has(key) {
+			return nil, true, nil // not in the cache; the API server not asked (yet)
+		}
 		err = r.APIReader.Get(ctx, key, lease)
+		r.uncached.found(key, err == nil)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return nil, false, nil
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
-	return lease, nil
+	return lease, false, nil
 }
 
 // podByUID reads pod (name, uid) uncached, for a pod the label-filtered cache does not

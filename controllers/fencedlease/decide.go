@@ -31,6 +31,8 @@ type world struct {
 	unlabeled []corev1.Pod
 	// renewal is the tracker's view of the current holder's renewals; zero without holder.
 	renewal renewal
+	// leaseUnread: the cache shows no Lease and the API server was not asked (lease nil).
+	leaseUnread bool
 	// grantedOnLeaseAt is when this process wrote the grant the Lease names and the status
 	// does not record yet (G2 on an idle FencedLease); zero when it did not.
 	grantedOnLeaseAt time.Time

@@ -44,8 +44,10 @@
 //	    acquireTime = renewTime = the grant's time (so the grant's own write is never taken
 //	    for a renewal). As a grant's first record: created — which fails, spending
 //	    nothing, when any Lease of that name exists (a tombstone the cache did not show,
-//	    a foreign one) — or swapped from the tombstone with the resourceVersion read, so
-//	    no two grants both land. Safe before the status, as X3 is: the Lease's token only
+//	    a foreign one), so it is sent without an uncached read first, and a refused one
+//	    makes the next reconciles read the Lease from the API server (uncachedLeases) —
+//	    or swapped from the tombstone with the resourceVersion read, so no two grants
+//	    both land. Safe before the status, as X3 is: the Lease's token only
 //	    rises, every decision floors the status's token at it, and a Lease naming a grant
 //	    ahead of the status's token is adopted (adoptRule), never granted again; only the
 //	    operator may delete the Lease (the admission policy) but with its namespace.

@@ -31,7 +31,7 @@ func observeStep(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.Fe
 	}
 	api := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(append(objs, extra...)...).Build()
 	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, tracker: tr}
-	w, err := r.observe(context.Background(), fl)
+	w, err := r.observe(context.Background(), fl, true)
 	if err != nil {
 		panic(err)
 	}

@@ -32,6 +32,10 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // the namespace and its tokens end together; nothing can be created there
 		}
+		if apierrors.IsAlreadyExists(err) {
+			// One the cache does not show: read it from the API server from now on.
+			r.uncached.found(client.ObjectKeyFromObject(fl), true)
+		}
 		return err
 	}
 	if equality.Semantic.DeepEqual(lease, want) {

@@ -160,8 +160,11 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		Expect(getFL(ns, "invoices").Status.Holder.FirstRenewTime).NotTo(BeNil(), "the grant and its first renewal in one status write")
 		counter.awaitEvents(2)
 		Consistently(counter.writes).WithTimeout(time.Second).WithPolling(poll).Should(Equal(counter.writes()))
-		objects, events := writes(counter.stop())
-		GinkgoWriter.Printf("grant: writes %v, events %v\n", objects, events)
+		seen := counter.stop()
+		objects, events := writes(seen)
+		GinkgoWriter.Printf("grant: writes %v, events %v, requests %v\n", objects, events, seen)
+		Expect(seen).NotTo(HaveKey("GET /apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases/invoices"),
+			"no read of the Lease before its creation: the creation fails if one exists")
 		Expect(sum(objects)).To(Equal(3), "the Lease, the pod, the status: %v", objects)
 		Expect(objects["POST /apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases"]).To(Equal(1), "the Lease created: %v", objects)
 		Expect(objects["PUT /apis/fencing.fencedlease.io/v1alpha1/namespaces/"+ns+"/fencedleases/invoices/status"]).To(Equal(1), "one status write: %v", objects)

@@ -88,6 +88,7 @@ func fixtureOf(objs ...client.Object) *casFixture {
 	// uncached reader for the reads that fall back to it.
 	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
 	r.tracker = newRenewalTracker(clock)
+	r.uncached = newUncachedLeases()
 	return &casFixture{c: c, clock: clock, r: r, reader: reader}
 }
 

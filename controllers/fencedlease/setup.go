@@ -114,6 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.tracker = newRenewalTracker(r.Clock)
 	}
 	r.ownWrites = newOwnWrites(r.Clock)
+	r.uncached = newUncachedLeases()
 	r.recovery = newRecovery(r.APIReader, r.Client)
 	r.recovery.candidacy = r.candidacy
 	if r.candidacy == nil {
