@@ -85,13 +85,7 @@ func TestAGrantOnATombstoneContinuesAboveItsToken(t *testing.T) {
 	f := newIdleFixture(t, 7)
 	before := f.lease(t).ResourceVersion
 	f.reconcile(t)
-	l := f.lease(t)
-	if got := leaserecord.Read(l); !got.Shows("a", "uid-a", 8) {
-		t.Fatalf("the Lease shows %+v, want a's grant of token 8", got)
-	}
-	if writes := rvDistance(t, before, l.ResourceVersion); writes != 1 {
-		t.Fatalf("the Lease was written %d times, want 1", writes)
-	}
+	f.expectGrantOnLeaseInOneWrite(t, before, "a", 8)
 	f.pastCoalesce(t)
 	if name, token, _ := f.holder(t); name != "a" || token != 8 {
 		t.Fatalf("holder %s token %d, want a with 8", name, token)

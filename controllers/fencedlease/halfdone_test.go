@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -158,13 +159,7 @@ func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	f.clock.Step(11 * time.Second)
 	handedOverAt := f.clock.Now()
 	f.reconcile(t)
-	l := f.lease(t)
-	if got := leaserecord.Read(l); !got.Shows("b", "uid-b", 2) {
-		t.Fatalf("the Lease shows %+v, want b's grant of token 2", got)
-	}
-	if writes := rvDistance(t, before, l.ResourceVersion); writes != 1 {
-		t.Fatalf("the Lease was written %d times in the failover, want 1", writes)
-	}
+	f.expectGrantOnLeaseInOneWrite(t, before, "b", 2)
 	if token := f.pod(t, "b").Annotations[fencingv1.TokenAnnotation]; token != "2" {
 		t.Fatalf("b's pod shows token %q right after the hand-over, want 2", token)
 	}
@@ -241,6 +236,19 @@ func (f *casFixture) endTheWait(t *testing.T, restart bool, before, pod string, 
 		t.Fatalf("restart=%v: Ready %+v, want HolderStarting", restart, c)
 	}
 	return fl
+}
+
+// expectGrantOnLeaseInOneWrite checks that the Lease names pod's grant of token, in one
+// write since its version before.
+func (f *casFixture) expectGrantOnLeaseInOneWrite(t *testing.T, before, pod string, token int64) {
+	t.Helper()
+	l := f.lease(t)
+	if got := leaserecord.Read(l); !got.Shows(pod, types.UID("uid-"+pod), token) {
+		t.Fatalf("the Lease shows %+v, want %s's grant of token %d", got, pod, token)
+	}
+	if writes := rvDistance(t, before, l.ResourceVersion); writes != 1 {
+		t.Fatalf("the Lease was written %d times, want 1", writes)
+	}
 }
 
 func (f *casFixture) fl(t *testing.T) *fencingv1.FencedLease {
