@@ -199,8 +199,8 @@ func (r *Reconciler) executedOnLease(fl *fencingv1.FencedLease, d decision, hand
 		r.tracker.revokingOnLease(key, h.PodUID, h.Token, p)
 	case d.revokeRequested():
 		r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), true, corev1.EventTypeWarning, "RevokeRequested", "Revoke",
-			"revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
-			h.Token, h.PodName, fencingv1.RevokeAnnotation, d.requeueAfter.Round(time.Millisecond))
+			fmt.Sprintf("revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
+				h.Token, h.PodName, fencingv1.RevokeAnnotation, d.requeueAfter.Round(time.Millisecond)))
 	}
 }
 
@@ -429,14 +429,14 @@ func (r *Reconciler) statusWritten(fl *fencingv1.FencedLease, d decision) {
 func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d decision) {
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(fl)
-	var granted *corev1.Pod
-	withGrant := func(note string) string { return note }
-	if t := d.grant; t != nil {
-		h := t.holder
-		granted = podRef(fl.Namespace, h.PodName, h.PodUID)
-		withGrant = func(ended string) string { return eventnote.Transition(ended, h.Token, h.PodName) }
+	next := d.granted()
+	// ended tells the end of a grant: with the next grant in its note when there is one.
+	ended := func(pod *corev1.Pod, kind, reason, action, note string) {
+		if next != nil {
+			note = eventnote.Transition(note, next.Token, next.PodName)
+		}
+		r.event(fl, pod, next == nil, kind, reason, action, note)
 	}
-	transition := false
 	if t, rv := d.end, d.revoked(); rv != nil {
 		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
 		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.rule, "late", t.lateness)
@@ -444,31 +444,27 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		if rv.Message != "" {
 			detail += " (" + rv.Message + ")"
 		}
-		note := eventnote.Revoked(rv.Token, rv.PodName, detail)
-		r.event(fl, pod, granted == nil, corev1.EventTypeWarning, "Revoked", "Revoke", "%s", withGrant(note))
+		ended(pod, corev1.EventTypeWarning, "Revoked", "Revoke", eventnote.Revoked(rv.Token, rv.PodName, detail))
 		r.Metrics.revoked(rv.Reason, t.lateness)
-		transition = true
 	}
 	if t := d.released(); t != nil {
 		h := t.holder
 		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
 		log.Info("released", "pod", klog.KObj(pod), "token", h.Token, "reason", t.release)
-		note := eventnote.Released(h.Token, h.PodName, string(t.release))
-		r.event(fl, pod, granted == nil, corev1.EventTypeNormal, "Released", "Release", "%s", withGrant(note))
+		ended(pod, corev1.EventTypeNormal, "Released", "Release", eventnote.Released(h.Token, h.PodName, string(t.release)))
 		r.Metrics.released(t.release)
-		transition = true
 	}
-	if t := d.grant; t != nil {
-		h := t.holder
-		log.Info("granted", "pod", klog.KObj(granted), "token", h.Token)
-		note := eventnote.Granted(h.Token, h.PodName)
-		if transition {
-			r.eventOnPod(fl, granted, corev1.EventTypeNormal, "Granted", "Grant", note)
+	if next != nil {
+		pod := podRef(fl.Namespace, next.PodName, next.PodUID)
+		log.Info("granted", "pod", klog.KObj(pod), "token", next.Token)
+		note := eventnote.Granted(next.Token, next.PodName)
+		if d.revoked() != nil || d.released() != nil {
+			r.eventOnPod(fl, pod, corev1.EventTypeNormal, "Granted", "Grant", note) // told on the FencedLease with the end
 		} else {
-			r.event(fl, granted, true, corev1.EventTypeNormal, "Granted", "Grant", "%s", note)
+			r.event(fl, pod, true, corev1.EventTypeNormal, "Granted", "Grant", note)
 		}
-		if !t.podCreated.IsZero() {
-			r.Metrics.granted(h.AcquireTime.Sub(t.podCreated)) // the grant's time: its status write may have waited
+		if t := d.grant; !t.podCreated.IsZero() {
+			r.Metrics.granted(next.AcquireTime.Sub(t.podCreated)) // the grant's time: its status write may have waited
 		}
 	}
 	r.Metrics.setStatus(key, d.status)
@@ -476,13 +472,13 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 
 // event records an event on the FencedLease naming the pod, and — onPod — the same event
 // on the pod naming the FencedLease.
-func (r *Reconciler) event(fl *fencingv1.FencedLease, pod *corev1.Pod, onPod bool, kind, reason, action, format string, args ...any) {
+func (r *Reconciler) event(fl *fencingv1.FencedLease, pod *corev1.Pod, onPod bool, kind, reason, action, note string) {
 	if r.Recorder == nil {
 		return
 	}
-	r.Recorder.Eventf(fl, pod, kind, reason, action, format, args...)
+	r.Recorder.Eventf(fl, pod, kind, reason, action, "%s", note)
 	if onPod {
-		r.eventOnPod(fl, pod, kind, reason, action, fmt.Sprintf(format, args...))
+		r.eventOnPod(fl, pod, kind, reason, action, note)
 	}
 }
 

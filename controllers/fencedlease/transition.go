@@ -122,8 +122,8 @@ func (d decision) lateness() time.Duration {
 // leaseFirst: a transition of this decision clears the Lease before the status write.
 func (d decision) leaseFirst() bool { return d.end != nil && d.end.leaseFirst }
 
-// createsLease: this decision's first write is the Lease's creation, as a grant's first
-// record on an idle FencedLease with no Lease (G2), which fails if one exists.
+// createsLease: this decision's first write is the grant's on the Lease (G2) — a
+// creation when the Lease is not there, which fails if one exists.
 func (d decision) createsLease() bool {
-	return d.grantOnLease && d.statusWait > 0 && !d.foreignLease
+	return d.grantOnLease && d.statusWait > 0
 }
