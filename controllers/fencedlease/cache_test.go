@@ -109,11 +109,20 @@ func TestOwnWritesRemembersThePatchedVersion(t *testing.T) {
 	}
 	// A write refused on its version shows that version superseded just as well; any
 	// other failure shows nothing (the version may still be the newest).
-	o.after("u3", "1", apierrors.NewConflict(schema.GroupResource{Resource: "leases"}, "l", errors.New("changed")))
-	o.after("u3", "2", apierrors.NewTimeoutError("slow", 1))
-	o.after("u3", "3", nil)
+	written := func(rv string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.UID, p.ResourceVersion = "u3", rv
+		return p
+	}
+	o.after(written("1"), "1", apierrors.NewConflict(schema.GroupResource{Resource: "leases"}, "l", errors.New("changed")))
+	o.after(written("2"), "2", apierrors.NewTimeoutError("slow", 1))
+	o.after(written("4"), "3", nil)
 	if !o.landed("u3", "1") || o.landed("u3", "2") || !o.landed("u3", "3") {
 		t.Error("after: a conflict or a success supersedes the version, a timeout does not")
+	}
+	// Only the version a success made is its echo.
+	if !o.echo(written("4")) || o.echo(written("1")) || o.echo(written("3")) || o.echo(written("5")) {
+		t.Error("echo: exactly the version the successful write made")
 	}
 	var none *ownWrites
 	none.wrote("u1", "1")

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -116,7 +117,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if fl.DeletionTimestamp == nil && controllerutil.AddFinalizer(fl, fencingv1.Finalizer) {
 		from := fl.ResourceVersion
 		err := r.Update(ctx, fl)
-		r.ownWrites.after(fl.UID, from, err)
+		r.ownWrites.after(fl, from, err)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -146,8 +147,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		d = decide(w)
 	}
 	ours := !d.foreignLease
+	handsOver := false
 	if d.leaseFirst() && ours {
-		handsOver := d.handsOver(w)
+		handsOver = d.handsOver(w)
 		if w.lease, err = r.revokeOnLease(ctx, fl, d, w.lease); err != nil {
 			return ctrl.Result{}, fmt.Errorf("revoking on the Lease: %w", err)
 		}
@@ -168,6 +170,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.tracker.grantedOnLease(req.NamespacedName, h.PodUID, h.Token, d.now) // G2 landed; the status follows (G4)
 		}
 	}
+	if (handsOver || d.grantOnLease) && d.statusWait > 0 {
+		// The Lease is the new grant's first record (X3 with G2, or G2): its holder may
+		// start on it. The pods follow in a pass of their own, behind every other Lease
+		// that must move now (P1); it adopts the grant off the Lease, as a pass after a
+		// crash here would. The Lease's echo brings it back; the requeue is a fallback.
+		return ctrl.Result{RequeueAfter: cacheBehind, Priority: ptr.To(followUpPriority)}, nil
+	}
 	if err := r.syncPods(ctx, fl, append(w.pods, w.unlabeled...)); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -181,7 +190,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		controllerutil.RemoveFinalizer(fl, fencingv1.Finalizer)
 		return ctrl.Result{}, r.Update(ctx, fl)
 	}
-	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
+	if d.statusWait > 0 {
+		// Only the status write is left, and it waits (G4, X4): follow-up work.
+		return ctrl.Result{RequeueAfter: d.requeueAfter, Priority: ptr.To(followUpPriority)}, nil
+	}
+	return ctrl.Result{RequeueAfter: d.requeueAfter, Priority: ptr.To(normalPriority)}, nil
 }
 
 // executedOnLease follows a Lease cleared (or handed over) before the status write (X3,
@@ -375,7 +388,7 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLeas
 		delete(next.Annotations, fencingv1.HolderUIDAnnotation)
 	}
 	err := r.Update(ctx, next)
-	r.ownWrites.after(lease.UID, lease.ResourceVersion, err)
+	r.ownWrites.after(next, lease.ResourceVersion, err)
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +405,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease,
 	fl.Status = d.status
 	from := fl.ResourceVersion
 	err := r.Status().Update(ctx, fl)
-	r.ownWrites.after(fl.UID, from, err)
+	r.ownWrites.after(fl, from, err)
 	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}

@@ -36,17 +36,21 @@ func (f *casFixture) leaseOrNil(t *testing.T) *coordinationv1.Lease {
 }
 
 // G1 on an idle FencedLease: the Lease is the grant's first record — created here, in
-// one write — and the pod follows it at once; the status records the grant with the
+// one write — and the pod follows it in the next pass (P1); the status records the grant with the
 // holder's first renewal, in one write, at the grant's time.
 func TestAGrantOnAnIdleFencedLeaseIsWrittenOnTheLeaseFirst(t *testing.T) {
 	f := newIdleFixture(t, 0)
 	statusBefore := f.fl(t).ResourceVersion
 	grantedAt := f.clock.Now()
-	f.reconcile(t)
+	res := f.reconcileFor(t)
 	l := f.leaseOrNil(t)
 	if got := leaserecord.Read(l); !got.Shows("a", "uid-a", 1) {
 		t.Fatalf("the Lease shows %+v, want a's grant of token 1", got)
 	}
+	if a := f.pod(t, "a"); a.Annotations[fencingv1.TokenAnnotation] != "" {
+		t.Fatalf("a's pod was written in the pass that wrote the Lease, not after every Lease due: %v", a.Annotations)
+	}
+	f.expectFollowUp(t, res)
 	a := f.pod(t, "a")
 	if a.Annotations[fencingv1.TokenAnnotation] != "1" || len(a.Spec.SchedulingGates) != 0 || a.Labels[fencingv1.HolderLabel] != "true" {
 		t.Fatalf("a's pod right after the Lease write: %v, gates %v", a.Annotations, a.Spec.SchedulingGates)

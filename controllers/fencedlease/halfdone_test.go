@@ -151,15 +151,19 @@ func (f *casFixture) lease(t *testing.T) *coordinationv1.Lease {
 
 // The hand-over (X3 with G2): an expired holder's grant moves to the next pod in one
 // compare-and-swap of the Lease, not a clear and a second write; b's pod gets its token
-// at once; the status then records, in one write with b's first renewal, what the Lease
+// in the next pass (P1); the status then records, in one write with b's first renewal, what the Lease
 // already shows, and the Lease is not written again.
 func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	f := newCASFixture(t)
 	before, statusBefore := f.lease(t).ResourceVersion, f.fl(t).ResourceVersion
 	f.clock.Step(11 * time.Second)
 	handedOverAt := f.clock.Now()
-	f.reconcile(t)
+	res := f.reconcileFor(t)
 	f.expectGrantOnLeaseInOneWrite(t, before, "b", 2)
+	if b := f.pod(t, "b"); b.Annotations[fencingv1.TokenAnnotation] != "" {
+		t.Fatalf("b's pod was written in the pass that handed over, not after every Lease due: %v", b.Annotations)
+	}
+	f.expectFollowUp(t, res)
 	if token := f.pod(t, "b").Annotations[fencingv1.TokenAnnotation]; token != "2" {
 		t.Fatalf("b's pod shows token %q right after the hand-over, want 2", token)
 	}
@@ -175,9 +179,12 @@ func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 
 	f.clock.Step(200 * time.Millisecond)
 	f.renew(t) // b's first renewal
-	f.reconcile(t)
+	res = f.reconcileFor(t)
 	if name, token, revocations := f.holder(t); name != "b" || token != 2 || revocations != 1 {
 		t.Fatalf("holder %s token %d revocations %d, want b token 2", name, token, revocations)
+	}
+	if res.Priority == nil || *res.Priority != normalPriority {
+		t.Fatalf("b's next judgment is queued at priority %v, want %d: follow-up priority ends with the follow-up", res.Priority, normalPriority)
 	}
 	fl := f.fl(t)
 	if fl.Status.Holder.FirstRenewTime == nil || !meta.IsStatusConditionTrue(fl.Status.Conditions, fencingv1.ConditionReady) {

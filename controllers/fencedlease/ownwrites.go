@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ownWrites remembers, for a minute, which version of each object (FencedLease, Lease,
@@ -15,20 +16,26 @@ import (
 // cache (the watch has not delivered the write yet) would decide on a view older than its
 // own last write, and its writes would fail on the optimistic lock — a request and a
 // retry each, which under a mass failover happen to many objects at once. It waits for
-// the cache instead.
+// the cache instead. It also knows the version each of its writes produced, so the watch
+// event that only brings that version back is told from news (echo).
 type ownWrites struct {
 	clock clock.PassiveClock
 
-	mu        sync.Mutex
-	from      map[types.UID]patched
-	lastPrune time.Time
+	mu   sync.Mutex
+	from map[types.UID]patched
+	// leaseCreated: the FencedLeases (by UID) whose Lease this controller created, until
+	// a reconcile reads that Lease from the cache.
+	leaseCreated map[types.UID]time.Time
+	lastPrune    time.Time
 }
 
 // patched are the versions of one object written over, newest last: one reconcile may
 // write an object twice (a finalizer, then the status), and a reconcile reading the
-// older of the two must see that it is behind too.
+// older of the two must see that it is behind too. made is the version the last
+// successful write produced.
 type patched struct {
 	resourceVersions []string
+	made             string
 	at               time.Time
 }
 
@@ -39,7 +46,7 @@ const versionsKept = 4
 const ownWriteMemory = time.Minute
 
 func newOwnWrites(c clock.PassiveClock) *ownWrites {
-	return &ownWrites{clock: c, from: map[types.UID]patched{}}
+	return &ownWrites{clock: c, from: map[types.UID]patched{}, leaseCreated: map[types.UID]time.Time{}}
 }
 
 // landed is true when the controller already wrote over version resourceVersion of
@@ -56,14 +63,18 @@ func (o *ownWrites) landed(uid types.UID, resourceVersion string) bool {
 	return slices.Contains(o.from[uid].resourceVersions, resourceVersion)
 }
 
-// after records what a write over version resourceVersion of object uid showed: written
-// over if it succeeded, and superseded just the same if it was refused on that version
-// (someone else wrote since — under load, a holder's renewal the cache has not shown
-// yet). Either way a reconcile that still reads that version waits for the watch to
-// bring the newer one, instead of sending writes bound to fail on it again.
-func (o *ownWrites) after(uid types.UID, resourceVersion string, err error) {
+// after records what write (the object as the write left it) over version from showed:
+// written over if it succeeded, and superseded just the same if it was refused on that
+// version (someone else wrote since — under load, a holder's renewal the cache has not
+// shown yet). Either way a reconcile that still reads that version waits for the watch
+// to bring the newer one, instead of sending writes bound to fail on it again. A
+// success also records the version it made.
+func (o *ownWrites) after(written client.Object, from string, err error) {
 	if err == nil || apierrors.IsConflict(err) {
-		o.wrote(uid, resourceVersion)
+		o.wrote(written.GetUID(), from)
+	}
+	if err == nil {
+		o.made(written.GetUID(), written.GetResourceVersion())
 	}
 }
 
@@ -72,14 +83,56 @@ func (o *ownWrites) wrote(uid types.UID, resourceVersion string) {
 	if o == nil || resourceVersion == "" {
 		return
 	}
+	o.update(uid, func(p *patched) {
+		p.resourceVersions = append(p.resourceVersions, resourceVersion)
+		if len(p.resourceVersions) > versionsKept {
+			p.resourceVersions = p.resourceVersions[len(p.resourceVersions)-versionsKept:]
+		}
+	})
+}
+
+// made records that a write of this controller produced version resourceVersion of
+// object uid.
+func (o *ownWrites) made(uid types.UID, resourceVersion string) {
+	if o == nil || resourceVersion == "" {
+		return
+	}
+	o.update(uid, func(p *patched) { p.made = resourceVersion })
+}
+
+// createdLease records the Lease this controller created for FencedLease owner: until
+// the cache shows a Lease there, a reconcile of owner is behind its own write (it would
+// otherwise create it again, and be refused).
+func (o *ownWrites) createdLease(owner types.UID, lease client.Object) {
+	if o == nil {
+		return
+	}
+	o.made(lease.GetUID(), lease.GetResourceVersion())
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.leaseCreated[owner] = o.clock.Now()
+}
+
+// echo is true when obj is exactly the version one of this controller's own writes
+// produced: its watch event brings nothing the controller does not know already.
+func (o *ownWrites) echo(obj client.Object) bool {
+	if o == nil || obj.GetResourceVersion() == "" {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.from[obj.GetUID()].made == obj.GetResourceVersion()
+}
+
+// update changes what is remembered of object uid, and forgets what is a minute old.
+func (o *ownWrites) update(uid types.UID, change func(*patched)) {
 	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	rvs := append(o.from[uid].resourceVersions, resourceVersion)
-	if len(rvs) > versionsKept {
-		rvs = rvs[len(rvs)-versionsKept:]
-	}
-	o.from[uid] = patched{resourceVersions: rvs, at: now}
+	p := o.from[uid]
+	change(&p)
+	p.at = now
+	o.from[uid] = p
 	if now.Sub(o.lastPrune) < ownWriteMemory {
 		return
 	}
@@ -89,12 +142,38 @@ func (o *ownWrites) wrote(uid types.UID, resourceVersion string) {
 			delete(o.from, uid)
 		}
 	}
+	for owner, at := range o.leaseCreated {
+		if now.Sub(at) >= ownWriteMemory {
+			delete(o.leaseCreated, owner)
+		}
+	}
+}
+
+// leaseNotShown is true while the cache does not show (shown) the Lease this controller
+// created for FencedLease owner; once it does, that is forgotten.
+func (o *ownWrites) leaseNotShown(owner types.UID, shown bool) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, created := o.leaseCreated[owner]; !created {
+		return false
+	}
+	if shown {
+		delete(o.leaseCreated, owner)
+		return false
+	}
+	return true
 }
 
 // behind is true when the world was read from a cache that does not show yet one of this
 // controller's own writes.
 func (o *ownWrites) behind(w world) bool {
 	if o.landed(w.fl.UID, w.fl.ResourceVersion) {
+		return true
+	}
+	if o.leaseNotShown(w.fl.UID, w.lease != nil) {
 		return true
 	}
 	if w.lease != nil && o.landed(w.lease.UID, w.lease.ResourceVersion) {

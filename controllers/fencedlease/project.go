@@ -36,13 +36,16 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 			// One the cache does not show: read it from the API server from now on.
 			r.uncached.found(client.ObjectKeyFromObject(fl), true)
 		}
+		if err == nil {
+			r.ownWrites.createdLease(fl.UID, want)
+		}
 		return err
 	}
 	if equality.Semantic.DeepEqual(lease, want) {
 		return nil
 	}
 	err := r.Update(ctx, want)
-	r.ownWrites.after(lease.UID, lease.ResourceVersion, err)
+	r.ownWrites.after(want, lease.ResourceVersion, err)
 	return err
 }
 
@@ -195,7 +198,7 @@ func (r *Reconciler) patchPod(ctx context.Context, p *corev1.Pod, mutate func(*c
 		return nil
 	}
 	err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	r.ownWrites.after(before.UID, before.ResourceVersion, err)
+	r.ownWrites.after(p, before.ResourceVersion, err)
 	if err != nil {
 		return fmt.Errorf("updating pod %s: %w", p.Name, err)
 	}

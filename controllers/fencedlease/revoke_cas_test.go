@@ -94,9 +94,27 @@ func fixtureOf(objs ...client.Object) *casFixture {
 
 func (f *casFixture) reconcile(t *testing.T) {
 	t.Helper()
-	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+	f.reconcileFor(t)
+}
+
+// reconcileFor reconciles once and returns the result.
+func (f *casFixture) reconcileFor(t *testing.T) ctrl.Result {
+	t.Helper()
+	res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// expectFollowUp checks that res queues the next pass behind the Leases that must move
+// (P1), then runs that pass, as the Lease's echo brings it.
+func (f *casFixture) expectFollowUp(t *testing.T, res ctrl.Result) {
+	t.Helper()
+	if res.Priority == nil || *res.Priority != followUpPriority {
+		t.Fatalf("the pass that wrote the grant on the Lease requeues at priority %v, want the follow-up's %d", res.Priority, followUpPriority)
+	}
+	f.reconcile(t)
 }
 
 // renew is the holder's renewal, written with the resourceVersion it read.

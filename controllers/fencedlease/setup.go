@@ -4,9 +4,12 @@ import (
 	"errors"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -122,17 +125,34 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
+	// The echoes of its own writes come back at followUpPriority (priority.go).
+	echoes := func(h handler.EventHandler) handler.EventHandler { return echoesFollowUp{h, r.ownWrites} }
 	return ctrl.NewControllerManagedBy(mgr).
 		// Its own status writes need no second look: the reconcile that wrote them goes on
-		// to the Lease and the pods.
-		For(&fencingv1.FencedLease{}, builder.WithPredicates(r.notStatusOnly())).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(byLabel)).
-		WatchesRawSource(pods.source(handler.EnqueueRequestsFromMapFunc(byLabel))).
+		// to the Lease and the pods. Watched rather than For, which has no say in the
+		// priority of its events.
+		Watches(&fencingv1.FencedLease{}, echoes(&handler.EnqueueRequestForObject{}), builder.WithPredicates(r.notStatusOnly())).
+		Watches(&coordinationv1.Lease{}, echoes(handler.EnqueueRequestsFromMapFunc(byLabel))).
+		WatchesRawSource(pods.source(echoes(handler.EnqueueRequestsFromMapFunc(byLabel)))).
 		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
 		Named("fencedlease").
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: r.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, maxRetryDelay),
+			UsePriorityQueue:        ptr.To(true),
+			LogConstructor:          reconcileLogger(mgr.GetLogger()),
 		}).
 		Complete(r)
+}
+
+// reconcileLogger names the controller and the FencedLease in every reconcile's log, as
+// the builder does for a controller built with For.
+func reconcileLogger(base logr.Logger) func(*reconcile.Request) logr.Logger {
+	log := base.WithValues("controller", "fencedlease", "controllerGroup", fencingv1.GroupVersion.Group, "controllerKind", "FencedLease")
+	return func(req *reconcile.Request) logr.Logger {
+		if req == nil {
+			return log
+		}
+		return log.WithValues("FencedLease", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
+	}
 }

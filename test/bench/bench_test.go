@@ -103,6 +103,10 @@ func (b *bench) massFailover(n int, t timings, rates floors) {
 	b.add(fmt.Sprintf("%s: first lease end → last next holder named (floor: %d×4 writes of the operator's mix)", what, n),
 		op.span.summary(), fmt.Sprintf("client-go %s; floor %s", cg.span.summary(), ms(floor)),
 		fmt.Sprintf("%s of client-go, %s of the floor (p50)", ratio(op.span.quantile(0.5), cg.span.quantile(0.5)), ratio(op.span.quantile(0.5), floor)))
+	if len(op.ungated) > 0 {
+		b.add(what+": first lease end → last next holder's pod granted on the pod (token, no gate: when a Cold pod could start)",
+			op.ungated.summary(), "—", "")
+	}
 	b.add(what+": writes per failover, each run (events included)", floats(op.writesPer), "client-go: "+floats(cg.writesPer), "")
 	b.add(what+": holders that gave up on their own deadline (pkg/holder; client-go: leaders lost)",
 		fmt.Sprintf("%d of %d grants", op.gaveUp, op.grants), fmt.Sprintf("%d of %d leaderships", cg.gaveUp, cg.grants), "")

@@ -50,8 +50,9 @@ func floorTime(n, perItem int, rate float64) time.Duration {
 // failover is what one mass failover measured.
 type failover struct {
 	overshoot sample
-	// span runs from the first lease's end to the last next holder named.
-	span sample
+	// span runs from the first lease's end to the last next holder named; ungated to the
+	// last next holder's pod granted on the pod (when a Cold pod could start).
+	span, ungated sample
 	// writesPer is the operator's writes (or client-go's) per failover.
 	writesPer []float64
 	// gaveUp is how many holders (leaders) ended on their own deadline, of grants.
@@ -96,6 +97,7 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 		}
 		ts := b.await(keyed(ns, leases, next), 10*time.Minute)
 		f.add(ts)
+		first := firstLeaseEnd(ts)
 		if missing := b.awaitConfirmed(ns, next, 2*time.Minute); len(missing) > 0 {
 			b.t.Logf("%s run %d: %d next holders named on their Lease never confirmed (gave up or revoked first), e.g. %s; left out of the time to work",
 				ns, r, len(missing), missing[0])
@@ -108,6 +110,11 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 		// Counted until every status records its new holder, whose write may wait for the
 		// first renewal: the whole failover, not the part before the last Lease write.
 		lastAt := b.awaitStatus(ns, keyed(ns, leases, next))
+		if at, missing := b.granted.awaitUngated(ns, next, time.Minute); missing == 0 {
+			f.ungated = append(f.ungated, at.Sub(first))
+		} else {
+			b.t.Logf("%s run %d: %d next holders' pods never seen granted on the pod; left out of the time to the last one", ns, r, missing)
+		}
 		req := b.operatorRequests(ns, stoppedAt, lastAt.Add(time.Second))
 		f.writesPer = append(f.writesPer, float64(req.writes())/float64(n))
 		b.t.Logf("%s run %d: operator requests %v", ns, r, req)
@@ -298,14 +305,21 @@ func (b *bench) clientgoSteadyState(ns string, n int, t timings) {
 }
 
 func (f *failover) add(ts []transition) {
-	first := ts[0].lastRenew.Add(ts[0].duration)
 	for _, t := range ts {
 		f.overshoot = append(f.overshoot, t.overshoot())
+	}
+	f.span = append(f.span, latest(ts).Sub(firstLeaseEnd(ts)))
+}
+
+// firstLeaseEnd is the earliest moment any of the old holders' leases could end.
+func firstLeaseEnd(ts []transition) time.Time {
+	first := ts[0].lastRenew.Add(ts[0].duration)
+	for _, t := range ts {
 		if end := t.lastRenew.Add(t.duration); end.Before(first) {
 			first = end
 		}
 	}
-	f.span = append(f.span, latest(ts).Sub(first))
+	return first
 }
 
 // handoff times release → next holder named, runs times, for the operator and client-go.
@@ -423,6 +437,11 @@ func (b *bench) burst(n int, rates floors) {
 	b.add(fmt.Sprintf("%d FencedLeases created at once, a pod waiting for each: grants per second (all granted after)", n),
 		fmt.Sprintf("%.0f/s (%s)", float64(n)/took.Seconds(), ms(took)),
 		fmt.Sprintf("floor at 4 writes of the operator's mix per grant: %.0f/s (%s)", float64(n)/floor.Seconds(), ms(floor)), ratio(took, floor)+" of the floor")
+	// The Lease comes first (P1); the pods follow.
+	if ungated, missing := b.granted.awaitUngated(ns, pods, time.Minute); missing == 0 {
+		b.add(fmt.Sprintf("%d FencedLeases created at once: last pod granted on the pod (token, no gate: when a Cold pod could start)", n),
+			ms(ungated.Sub(start)), "—", "")
+	}
 	b.add(fmt.Sprintf("operator requests per grant (%d new FencedLeases; includes the first renewal's status write)", n),
 		fmt.Sprintf("%.2f: %s", per(req.total(), n), breakdown(req, n)), "—", "")
 	b.quiesce(ns, pods)

@@ -43,6 +43,7 @@ type bench struct {
 	pprof                     string // the operator's /debug/pprof address
 	audit                     string
 	leases                    *leaseWatch
+	granted                   *podWatch
 	holders                   *holders
 	warm                      *warmWaiters
 	rows                      []row
@@ -89,6 +90,7 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	observer := b.userClient("observer")
 	b.holders = newHolders(ctx, renewalRoundTrips.timed(b.userConfig("holders")))
 	b.leases = watchLeases(ctx, observer, b.holders.saw)
+	b.granted = watchPods(ctx, observer)
 	b.warm = runWarmWaiters(ctx, b.userConfig("warm-waiters"))
 	// The operator's Go runtime keeps its memory under the limit the Deployment gives it.
 	if *memLimit != "" {
