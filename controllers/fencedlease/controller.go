@@ -170,14 +170,22 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.tracker.grantedOnLease(req.NamespacedName, h.PodUID, h.Token, d.now) // G2 landed; the status follows (G4)
 		}
 	}
+	pods := append(w.pods, w.unlabeled...)
 	if (handsOver || d.grantOnLease) && d.statusWait > 0 {
-		// The Lease is the new grant's first record (X3 with G2, or G2): its holder may
-		// start on it. The pods follow in a pass of their own, behind every other Lease
-		// that must move now (P1); it adopts the grant off the Lease, as a pass after a
-		// crash here would. The Lease's echo brings it back; the requeue is a fallback.
+		// The Lease is the new grant's first record (X3 with G2, or G2): a Warm holder
+		// starts on it. A Cold one starts only once its pod is patched (G3): that, and the
+		// demotions before it, come now; the rest — a Warm holder's pods, a revoked pod's
+		// deletion — follows in a pass of its own, behind every other Lease that must move
+		// now (P1). It adopts the grant off the Lease, as a pass after a crash here would.
+		// The echo of this pass's last write brings it back; the requeue is a fallback.
+		if !startsOnLease(w, d.granted()) {
+			if err := r.syncPods(ctx, fl, pods, false); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		return ctrl.Result{RequeueAfter: cacheBehind, Priority: ptr.To(followUpPriority)}, nil
 	}
-	if err := r.syncPods(ctx, fl, append(w.pods, w.unlabeled...)); err != nil {
+	if err := r.syncPods(ctx, fl, pods, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	if fl.DeletionTimestamp != nil && d.grant != nil {

@@ -109,8 +109,8 @@
 //	    After a hand-over the write waits for the new holder's first renewal, at most
 //	    coalesceWindow (2 s, half a short lease) on this process's clock (deferStatus),
 //	    so one write records the revocation, the grant and the first renewal (R2); the
-//	    pods follow the decided status in the next pass (G3, X5, X6; P1), so a Cold
-//	    holder starts without it. Meanwhile the status still names the old holder: the Lease, not the
+//	    pods follow the decided status without it (G3, X5, X6, in the passes P1 says), so
+//	    a Cold holder starts without it. Meanwhile the status still names the old holder: the Lease, not the
 //	    status, is the grant's record, and every decision reads it first.
 //	    Crash or conflict after X3: the Lease shows the grant cut off, or handed over; the
 //	    next reconcile finishes X4 with the remembered reason and lateness, or — a
@@ -188,19 +188,21 @@
 // Priority (priority.go) — what moves first when many FencedLeases are due at once:
 //
 //	P1. A pass that writes a grant's first record on the Lease (X3 with G2, or G2) while
-//	    its status write waits (X4, G4) ends with that write. The pods follow (G3, X5,
-//	    X6) in the next pass, which adopts the grant off the Lease as the pass after a
-//	    crash there would. That pass, the status write's wait, and the passes that only
-//	    see a version this controller's own write produced come back (ownWrites.echo) are
-//	    queued at the follow-up priority, behind every FencedLease at the normal one —
-//	    judgments, revocations, hand-overs, grants — and any other event (a renewal, a
-//	    user's change) raises them to normal. So under a mass failover or a burst of new
-//	    FencedLeases every due Lease moves, and a Warm holder starts on it, before any
-//	    FencedLease spends writes on what follows; the writes are the same in number and
-//	    order per FencedLease (Lease, demotions, the holder's patch, the deletion, the
-//	    status). A Cold holder starts at G3, so under such a load its start waits for the
-//	    other Leases' writes. A pass that follows its own Lease creation waits until the
-//	    cache shows that Lease (ownWrites), so it never creates it again.
+//	    its status write waits (X4, G4) does what the new holder needs to start, and no
+//	    more: for a Warm holder, which starts on the Lease, that write alone; for a Cold
+//	    one, which starts at G3, the demotions (X5) and its pod's patch too. The rest — a
+//	    Warm holder's pods, a revoked pod's deletion (X6) — follows in the next pass,
+//	    which adopts the grant off the Lease as the pass after a crash there would. That
+//	    pass, the status write's wait, and the passes that only see a version this
+//	    controller's own write produced come back (ownWrites.echo) are queued at the
+//	    follow-up priority, behind every FencedLease at the normal one — judgments,
+//	    revocations, hand-overs, grants — and any other event (a renewal, a user's change)
+//	    raises them to normal. So under a mass failover or a burst of new FencedLeases
+//	    every due Lease moves before any FencedLease spends writes that no holder waits
+//	    for; the writes are the same in number and order per FencedLease (Lease,
+//	    demotions, the holder's patch, the deletion, the status). A pass that follows its
+//	    own Lease creation waits until the cache shows that Lease (ownWrites), so it never
+//	    creates it again.
 //
 // The Lease's encoding is read in one place, internal/leaserecord, by this controller,
 // pkg/holder, the agent's startupProbe and the kubectl plugin.

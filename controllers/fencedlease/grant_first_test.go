@@ -36,7 +36,7 @@ func (f *casFixture) leaseOrNil(t *testing.T) *coordinationv1.Lease {
 }
 
 // G1 on an idle FencedLease: the Lease is the grant's first record — created here, in
-// one write — and the pod follows it in the next pass (P1); the status records the grant with the
+// one write — and the Cold pod follows it at once; the status records the grant with the
 // holder's first renewal, in one write, at the grant's time.
 func TestAGrantOnAnIdleFencedLeaseIsWrittenOnTheLeaseFirst(t *testing.T) {
 	f := newIdleFixture(t, 0)
@@ -47,10 +47,7 @@ func TestAGrantOnAnIdleFencedLeaseIsWrittenOnTheLeaseFirst(t *testing.T) {
 	if got := leaserecord.Read(l); !got.Shows("a", "uid-a", 1) {
 		t.Fatalf("the Lease shows %+v, want a's grant of token 1", got)
 	}
-	if a := f.pod(t, "a"); a.Annotations[fencingv1.TokenAnnotation] != "" {
-		t.Fatalf("a's pod was written in the pass that wrote the Lease, not after every Lease due: %v", a.Annotations)
-	}
-	f.expectFollowUp(t, res)
+	// a is Cold: it starts when its pod is patched, in the pass that wrote the Lease.
 	a := f.pod(t, "a")
 	if a.Annotations[fencingv1.TokenAnnotation] != "1" || len(a.Spec.SchedulingGates) != 0 || a.Labels[fencingv1.HolderLabel] != "true" {
 		t.Fatalf("a's pod right after the Lease write: %v, gates %v", a.Annotations, a.Spec.SchedulingGates)
@@ -59,7 +56,7 @@ func TestAGrantOnAnIdleFencedLeaseIsWrittenOnTheLeaseFirst(t *testing.T) {
 		t.Fatalf("the status was written before a's first renewal: %+v", fl.Status)
 	}
 	f.clock.Step(100 * time.Millisecond)
-	f.reconcile(t) // the Lease's own event: the grant is adopted in memory, nothing written
+	f.expectFollowUp(t, res) // the echo: the grant is adopted in memory, nothing written
 	if fl := f.fl(t); fl.ResourceVersion != statusBefore {
 		t.Fatalf("the status was written in the wait: %+v", fl.Status)
 	}

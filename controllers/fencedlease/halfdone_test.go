@@ -151,7 +151,7 @@ func (f *casFixture) lease(t *testing.T) *coordinationv1.Lease {
 
 // The hand-over (X3 with G2): an expired holder's grant moves to the next pod in one
 // compare-and-swap of the Lease, not a clear and a second write; b's pod gets its token
-// in the next pass (P1); the status then records, in one write with b's first renewal, what the Lease
+// at once, a's deletion follows (P1); the status then records, in one write with b's first renewal, what the Lease
 // already shows, and the Lease is not written again.
 func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	f := newCASFixture(t)
@@ -160,10 +160,15 @@ func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	handedOverAt := f.clock.Now()
 	res := f.reconcileFor(t)
 	f.expectGrantOnLeaseInOneWrite(t, before, "b", 2)
-	if b := f.pod(t, "b"); b.Annotations[fencingv1.TokenAnnotation] != "" {
-		t.Fatalf("b's pod was written in the pass that handed over, not after every Lease due: %v", b.Annotations)
+	// b is Cold: it starts when its pod is patched, in the pass that handed over, after
+	// a's demotion; a's deletion follows in the next pass (P1).
+	if a := f.pod(t, "a"); podState(a) != fencingv1.PodRevoked || a.Labels[fencingv1.HolderLabel] != "" {
+		t.Fatalf("a's pod after the hand-over's pass: %v %v, want marked Revoked without the holder label", a.Annotations, a.Labels)
 	}
 	f.expectFollowUp(t, res)
+	if !f.podGone(t, "a") {
+		t.Fatal("the follow-up pass did not delete a's pod (DeletePod)")
+	}
 	if token := f.pod(t, "b").Annotations[fencingv1.TokenAnnotation]; token != "2" {
 		t.Fatalf("b's pod shows token %q right after the hand-over, want 2", token)
 	}
@@ -266,6 +271,16 @@ func (f *casFixture) fl(t *testing.T) *fencingv1.FencedLease {
 func (f *casFixture) pod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
 	return fetch(t, f.c, client.ObjectKey{Namespace: key.Namespace, Name: name}, &corev1.Pod{})
+}
+
+// podGone is true when the fake API server has no pod name.
+func (f *casFixture) podGone(t *testing.T, name string) bool {
+	t.Helper()
+	err := f.c.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: name}, &corev1.Pod{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return apierrors.IsNotFound(err)
 }
 
 // fetch reads k into obj from the fixture's fake API server, or fails the test.

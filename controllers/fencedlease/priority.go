@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
 // The work queue has two priorities (P1 in doc.go). Judging a grant and moving the Lease
@@ -64,4 +66,15 @@ func (q followUpQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 		o.Priority = ptr.To(followUpPriority)
 	}
 	q.PriorityQueue.AddWithOpts(o, items...)
+}
+
+// startsOnLease is true when holder h's pod is a Warm standby: running already, it starts
+// on the Lease (G2), so its pod write is follow-up work. A Cold pod starts only when its
+// pod is patched (G3), and a pod not found is taken for Cold.
+func startsOnLease(w world, h *fencingv1.Holder) bool {
+	if h == nil {
+		return false
+	}
+	p := findPod(w.pods, h.PodUID)
+	return p != nil && warm(p)
 }

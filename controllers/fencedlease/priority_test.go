@@ -3,6 +3,7 @@ package fencedlease
 import (
 	"context"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,5 +82,28 @@ func TestFollowUpsWaitForEveryDueLease(t *testing.T) {
 	}
 	if order[0][0] != 'd' || order[1][0] != 'd' {
 		t.Fatalf("order %v: the due Leases go first", order)
+	}
+}
+
+// P1 for a Warm standby: it starts on the Lease, so the hand-over's pass writes the Lease
+// alone; the follow-up pass demotes a, patches b and deletes a, in that order's result.
+func TestAFailoverToAWarmStandbyWritesTheLeaseAloneFirst(t *testing.T) {
+	f := newCASFixtureWaiting(t, warmPod("b", t0.Add(time.Second)))
+	before := f.lease(t).ResourceVersion
+	podsBefore := map[string]string{"a": f.pod(t, "a").ResourceVersion, "b": f.pod(t, "b").ResourceVersion}
+	f.clock.Step(11 * time.Second)
+	res := f.reconcileFor(t)
+	f.expectGrantOnLeaseInOneWrite(t, before, "b", 2)
+	for name, rv := range podsBefore {
+		if got := f.pod(t, name).ResourceVersion; got != rv {
+			t.Fatalf("pod %s was written in the hand-over's pass (version %s, was %s): only the Lease is due first", name, got, rv)
+		}
+	}
+	f.expectFollowUp(t, res)
+	if b := f.pod(t, "b"); b.Annotations[fencingv1.TokenAnnotation] != "2" || b.Labels[fencingv1.HolderLabel] != "true" {
+		t.Fatalf("b after the follow-up: %v %v, want token 2 and the holder label", b.Annotations, b.Labels)
+	}
+	if !f.podGone(t, "a") {
+		t.Fatal("the follow-up did not delete a's pod (DeletePod)")
 	}
 }

@@ -104,7 +104,9 @@ func leaseShowing(fl *fencingv1.FencedLease, st *fencingv1.FencedLeaseStatus, le
 // one write; last, a revoked pod is deleted under DeletePod (X6) — after the holder's
 // write, which a Cold holder waits for to start. Demotions come first, so no two pods are
 // ever marked Holding, or labeled holder, at once.
-func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
+//
+// deleting false leaves the deletions for a later pass (P1).
+func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod, deleting bool) error {
 	st := &fl.Status
 	var holder *corev1.Pod
 	for i := range pods {
@@ -128,7 +130,7 @@ func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, po
 		}
 	}
 	for i := range pods {
-		if p := &pods[i]; holder == nil || p.UID != holder.UID {
+		if p := &pods[i]; deleting && (holder == nil || p.UID != holder.UID) {
 			if err := r.deleteRevoked(ctx, fl, p); err != nil {
 				return err
 			}

@@ -61,13 +61,19 @@ type casFixture struct {
 
 func newCASFixture(t *testing.T) *casFixture {
 	t.Helper()
+	return newCASFixtureWaiting(t, pod("b", t0.Add(time.Second)))
+}
+
+// newCASFixtureWaiting is newCASFixture with b the waiting pod given.
+func newCASFixtureWaiting(t *testing.T, b corev1.Pod) *casFixture {
+	t.Helper()
 	fl := newFL(10)
 	fl.Finalizers = []string{fencingv1.Finalizer}
 	h := &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 1, AcquireTime: *microTime(t0), LeaseDurationSeconds: 10}
 	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 1, Holder: h, Transitions: 1}
 	lease := leaseFor(h, t0)
 	lease.Spec.LeaseDurationSeconds = ptr.To[int32](10)
-	a, b := pod("a", t0), pod("b", t0.Add(time.Second))
+	a := pod("a", t0)
 	a.Annotations = map[string]string{fencingv1.StateAnnotation: string(fencingv1.PodHolding), fencingv1.TokenAnnotation: "1"}
 	a.Spec.SchedulingGates = nil
 	f := fixtureOf(fl, lease, &a, &b)
