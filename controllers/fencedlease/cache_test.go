@@ -130,3 +130,30 @@ func TestOwnWritesRemembersThePatchedVersion(t *testing.T) {
 		t.Error("a nil memory remembers nothing")
 	}
 }
+
+// A reconcile whose cache does not show yet the Lease this controller created for its
+// FencedLease is behind (it would create it again, and be refused); once a reconcile saw
+// that Lease, a Lease missing from the cache is news again.
+func TestALeaseItCreatedAndTheCacheDoesNotShowIsBehind(t *testing.T) {
+	o := newOwnWrites(clocktesting.NewFakeClock(time.Unix(1000, 0)))
+	fl := newFL(10)
+	fl.UID = "uid-fl"
+	lease := tombstone(1)
+	lease.UID, lease.ResourceVersion = "uid-lease", "7"
+	if o.behind(world{fl: fl}) {
+		t.Fatal("nothing created yet")
+	}
+	o.createdLease(fl.UID, lease)
+	if !o.behind(world{fl: fl}) {
+		t.Error("the cache does not show the Lease just created: behind")
+	}
+	if !o.echo(lease) {
+		t.Error("the created version is the creation's echo")
+	}
+	if o.behind(world{fl: fl, lease: lease}) {
+		t.Error("the cache shows the created Lease: not behind")
+	}
+	if o.behind(world{fl: fl}) {
+		t.Error("a Lease gone after the cache showed it is news, not a lag")
+	}
+}
