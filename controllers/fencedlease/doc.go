@@ -200,9 +200,10 @@
 //	    raises them to normal. So under a mass failover or a burst of new FencedLeases
 //	    every due Lease moves before any FencedLease spends writes that no holder waits
 //	    for; the writes are the same in number and order per FencedLease (Lease,
-//	    demotions, the holder's patch, the deletion, the status). A pass that follows its
-//	    own Lease creation waits until the cache shows that Lease (ownWrites), so it never
-//	    creates it again.
+//	    demotions, the holder's patch, the deletion, the status). A follow-up waits only
+//	    while work at the normal priority is ready, and a new holder's first renewal
+//	    raises its own. A pass that follows its own Lease creation waits until the cache
+//	    shows that Lease (ownWrites), so it never creates it again.
 //
 // The Lease's encoding is read in one place, internal/leaserecord, by this controller,
 // pkg/holder, the agent's startupProbe and the kubectl plugin.

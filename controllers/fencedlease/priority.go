@@ -15,13 +15,13 @@ import (
 )
 
 // The work queue has two priorities (P1 in doc.go). Judging a grant and moving the Lease
-// — a revocation, a hand-over, a grant's first record — runs at normalPriority; what
-// follows a grant the Lease already records — its pods (G3, X5, X6), its status write
+// — a revocation, a hand-over, a grant's first record, and for a Cold holder the pod
+// writes it starts on — runs at normalPriority; what follows a grant that no holder waits
+// for — a Warm holder's pod writes, a revoked pod's deletion (X6), the status write
 // waiting for the first renewal (G4, X4) — and the passes that only see the controller's
 // own writes come back run at followUpPriority. So when many FencedLeases are due at once
 // (a node or a zone lost, a burst of new ones) every Lease moves before any of them
-// spends writes on what follows: a Warm holder starts on the Lease, and the writes that
-// come after it are the same in number, later.
+// spends writes nobody waits for; those are the same in number, later.
 const (
 	normalPriority   = 0
 	followUpPriority = handler.LowPriority
