@@ -183,7 +183,9 @@
 //	D1. A FencedLease being deleted revokes its holder (deletingRule), keeps the Lease as
 //	    the tombstone with the high-water token, and then lets its finalizer go — not in
 //	    the pass that adopted a grant only the Lease recorded (X4's wait), which is
-//	    revoked first.
+//	    revoked first. The finalizer is there before any grant: put on at creation by
+//	    the mutating policy fencedlease-finalizer (config/policy), or else written by
+//	    the first pass before it decides anything.
 //
 // Priority (priority.go) — what moves first when many FencedLeases are due at once:
 //

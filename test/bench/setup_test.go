@@ -84,6 +84,11 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	if b.admin, err = client.New(unthrottled(cfg), client.Options{Scheme: testenv.Scheme()}); err != nil {
 		t.Fatal(err)
 	}
+	if *finalizerPolicy {
+		if err := installFinalizerPolicy(ctx, b.admin); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b.cgLeader = kubernetes.NewForConfigOrDie(renewalRoundTrips.timed(b.userConfig(leaderUser)))
 	b.cgWaiter = b.userClient(waiterUser)
 	b.floor = b.userClient("floor")

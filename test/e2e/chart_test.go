@@ -62,7 +62,7 @@ func TestHelmChart(t *testing.T) {
 		want, absent                    []string // kinds
 	}{
 		{name: "defaults", namespace: "fencedlease-system", serviceAccount: "fencedlease-controller-manager",
-			want:   []string{"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "Service"},
+			want:   []string{"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy", "Service"},
 			absent: kindsWithoutCRDs},
 		{name: "everything changed", namespace: "ops", serviceAccount: "fl-op",
 			set: []string{"serviceAccount.name=fl-op", "replicas=1", "certManager.enabled=true", "metrics.serviceMonitor.enabled=true",
