@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,11 +51,12 @@ func (l *termLog) startedAt(n uint64) (time.Time, bool) {
 	return at, ok
 }
 
-func (l *termLog) said(msg string) bool {
+// said is true when one line of the log has msg and every one of more.
+func (l *termLog) said(msg string, more ...string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.logs {
-		if strings.Contains(s, msg) {
+		if strings.Contains(s, msg) && !slices.ContainsFunc(more, func(m string) bool { return !strings.Contains(s, m) }) {
 			return true
 		}
 	}
@@ -213,6 +215,7 @@ func TestCampaignEndsATermBeforeTheNextAndRenewsItAfterAnOutage(t *testing.T) {
 
 	By("the API server restarts within the renew deadline: a fresh candidacy as soon as it answers")
 	api := env.ControlPlane.GetAPIServer()
+	stopped := time.Now()
 	if err := api.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +225,15 @@ func TestCampaignEndsATermBeforeTheNextAndRenewsItAfterAnOutage(t *testing.T) {
 	}
 	ready := time.Now() // Start returns once the server is ready
 	third := waitTerm(3, 30*time.Second)
-	t.Logf("API server ready → term 3 working in %v", third.Sub(ready).Round(time.Millisecond))
-	if !logs.said("the API server answers again after an outage") {
+	t.Logf("API server down %v; ready → term 3 working in %v", ready.Sub(stopped).Round(time.Millisecond), third.Sub(ready).Round(time.Millisecond))
+	switch {
+	case logs.said("the API server answers again after an outage"):
+	case ready.Sub(stopped) >= renew-2*retry && logs.said("leadership lost", `"candidacy"=2`):
+		// A loaded machine took the API server past the leader's renew deadline (counted
+		// from its last renewal, up to a retry before the stop): the term ended as a lost
+		// leadership instead, and term 3 started as fresh all the same.
+		t.Logf("the outage outlasted the renew deadline (%v): term 2 ended as a lost leadership", renew)
+	default:
 		t.Fatalf("term 2 did not end for the API server's return:\n%s", strings.Join(logs.logs, "\n"))
 	}
 	logs.mu.Lock()
