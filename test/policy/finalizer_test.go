@@ -5,7 +5,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,11 +15,7 @@ import (
 
 var _ = Describe("FencedLease finalizer policy", func() {
 	var ns string
-	BeforeEach(func() {
-		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"}}
-		Expect(admin.Create(ctx, nsObj)).To(Succeed())
-		ns = nsObj.Name
-	})
+	BeforeEach(func() { ns = newNamespace() })
 
 	It("puts the operator's finalizer on a FencedLease at its creation, by anyone, so the operator need not write it", func() {
 		bind(ns, "editor-role", rbacv1.Subject{Kind: "User", Name: "carol"})

@@ -46,6 +46,14 @@ func asUser(name string, groups ...string) client.Client {
 	return cl
 }
 
+// newNamespace creates a namespace of the spec's own and returns its name.
+func newNamespace() string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"}}
+	Expect(admin.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
 // bind grants subject the ClusterRole role in namespace ns.
 func bind(ns, role string, subject rbacv1.Subject) {
 	GinkgoHelper()
@@ -73,9 +81,7 @@ var _ = Describe("Lease policy", func() {
 	}
 
 	BeforeEach(func() {
-		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"}}
-		Expect(admin.Create(ctx, nsObj)).To(Succeed())
-		ns = nsObj.Name
+		ns = newNamespace()
 		bind(ns, "holder-role", rbacv1.Subject{Kind: "ServiceAccount", Name: "worker", Namespace: ns})
 		// The Lease as the operator writes it for pod a, token 3.
 		now := metav1.NewMicroTime(time.Now())
@@ -196,9 +202,7 @@ var _ = Describe("Lease policy", func() {
 
 var _ = Describe("FencedLease status policy", func() {
 	It("refuses status writes from anyone but the operator", func() {
-		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"}}
-		Expect(admin.Create(ctx, nsObj)).To(Succeed())
-		ns := nsObj.Name
+		ns := newNamespace()
 		fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"}}
 		Expect(admin.Create(ctx, fl)).To(Succeed())
 		fl.Status.FencingToken = 1
