@@ -119,7 +119,10 @@ func TestCampaignEndsATermBeforeTheNextAndRenewsItAfterAnOutage(t *testing.T) {
 	}
 
 	const leaseName = "campaign-test"
-	lease, renew, retry := 8*time.Second, 6*time.Second, 500*time.Millisecond
+	// The renew deadline outlasts the API server's restart below (stop, 2 s, start: ~6 s
+	// on an idle two-core machine) with room to spare, so the term ends by the outage
+	// path there, not as a lost leadership.
+	lease, renew, retry := 12*time.Second, 10*time.Second, 500*time.Millisecond
 	lock, guard, err := leadership.NewLock(cfg, "default", leaseName, "replica-1", renew, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -185,13 +188,14 @@ func TestCampaignEndsATermBeforeTheNextAndRenewsItAfterAnOutage(t *testing.T) {
 	By("a thief takes the leader Lease: the replica loses leadership and campaigns again in the same process")
 	l := &coordinationv1.Lease{}
 	// The replica renews every 500 ms: a renewal between the thief's read and write is a
-	// conflict, and the thief reads again.
+	// conflict, and the thief reads again. The thief's lease outlasts the replica's renew
+	// deadline, or the replica would take the expired Lease back before its term ended.
 	if err := clientretry.RetryOnConflict(clientretry.DefaultRetry, func() error {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: leaseName}, l); err != nil {
 			return err
 		}
 		now := metav1.NewMicroTime(time.Now())
-		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = ptr.To("thief"), ptr.To[int32](8), &now, &now
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = ptr.To("thief"), ptr.To(int32(lease.Seconds())), &now, &now
 		return c.Update(ctx, l)
 	}); err != nil {
 		t.Fatal(err)
