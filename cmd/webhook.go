@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 )
 
@@ -28,7 +29,7 @@ type webhookOptions struct {
 }
 
 func (o *webhookOptions) bind(fs *flag.FlagSet) {
-	fs.BoolVar(&o.enabled, "webhook", true, "Serve the pod admission webhook.")
+	fs.BoolVar(&o.enabled, "webhook", true, "Serve the admission webhooks (pods; the finalizer on new FencedLeases).")
 	fs.IntVar(&o.port, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder of the webhook's tls.crt and tls.key.")
 	fs.BoolVar(&o.rotateCerts, "webhook-cert-rotation", true,
@@ -51,8 +52,9 @@ func (o *webhookOptions) serveLocally(w envtest.WebhookInstallOptions) {
 	}
 }
 
-// setupWebhook serves the pod webhook once its certificate is on disk: provisioned by
-// cert-controller (the default, so a plain kubectl apply works) or mounted by cert-manager.
+// setupWebhook serves the pod and FencedLease webhooks once their certificate is on disk:
+// provisioned by cert-controller (the default, so a plain kubectl apply works) or mounted
+// by cert-manager.
 func setupWebhook(mgr ctrl.Manager, o webhookOptions) error {
 	if !o.enabled {
 		return nil
@@ -87,6 +89,7 @@ func setupWebhook(mgr ctrl.Manager, o webhookOptions) error {
 	go func() {
 		<-ready
 		h.Register(mgr.GetWebhookServer())
+		finalizerwebhook.Handler{}.Register(mgr.GetWebhookServer())
 	}()
 	// Not ready until the webhook serves: a labeled pod must never find it missing.
 	return mgr.AddReadyzCheck("webhook", func(r *http.Request) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -82,9 +86,13 @@ func TestWebhookCertificates(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(whc), whc); err != nil {
 			return false, err
 		}
-		return len(secret.Data["ca.crt"]) > 0 && string(whc.Webhooks[0].ClientConfig.CABundle) == string(secret.Data["ca.crt"]), nil
+		injected := len(secret.Data["ca.crt"]) > 0
+		for _, w := range whc.Webhooks { // the pod webhook and the FencedLease webhook
+			injected = injected && string(w.ClientConfig.CABundle) == string(secret.Data["ca.crt"])
+		}
+		return injected, nil
 	}); err != nil {
-		t.Fatalf("no certificate Secret with its CA injected into %s: %v", whc.Name, err)
+		t.Fatalf("no certificate Secret with its CA injected into every webhook of %s: %v", whc.Name, err)
 	}
 
 	// The kubelet projects the Secret into the Deployment's volume at the cert dir.
@@ -111,6 +119,28 @@ func TestWebhookCertificates(t *testing.T) {
 		t.Fatalf("the webhook does not serve a certificate the injected CA vouches for: %v", err)
 	}
 	conn.Close()
+	finalizerAdded(t, roots, port)
+}
+
+// finalizerAdded asks the operator's FencedLease webhook about a new FencedLease, as the
+// API server would, and expects the finalizer's patch.
+func finalizerAdded(t *testing.T, roots *x509.CertPool, port int) {
+	t.Helper()
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE",
+		"object":{"apiVersion":"fencing.fencedlease.io/v1alpha1","kind":"FencedLease","metadata":{"name":"invoices","namespace":"ns"}}}}`
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "fencedlease-webhook-service.fencedlease-system.svc"}}}
+	resp, err := hc.Post(fmt.Sprintf("https://127.0.0.1:%d%s", port, finalizerwebhook.Path), "application/json", strings.NewReader(review))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer := &admissionv1.AdmissionReview{}
+	if err := json.NewDecoder(resp.Body).Decode(answer); err != nil {
+		t.Fatal(err)
+	}
+	if r := answer.Response; r == nil || !r.Allowed || !strings.Contains(string(r.Patch), fencingv1.Finalizer) {
+		t.Fatalf("the operator's FencedLease webhook answered %+v, want its finalizer patched in", r)
+	}
 }
 
 // bundled reads the one object of kind in dist/install.yaml into into.

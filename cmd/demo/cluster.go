@@ -18,6 +18,7 @@ import (
 
 	"github.com/fencedlease/fencedlease/config/crd"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
+	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 )
 
@@ -70,7 +71,7 @@ func startCluster(o options) (*cluster, error) {
 	return c, nil
 }
 
-// startOperator runs the same controller and webhook the operator binary runs.
+// startOperator runs the same controller and webhooks the operator binary runs.
 func (c *cluster) startOperator() error {
 	w := c.env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{
@@ -93,6 +94,7 @@ func (c *cluster) startOperator() error {
 		return err
 	}
 	h.Register(mgr.GetWebhookServer())
+	finalizerwebhook.Handler{}.Register(mgr.GetWebhookServer())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -1,5 +1,6 @@
-// Package webhook embeds the pod webhook's configuration, so the binary can serve the
-// webhook on the embedded local control plane.
+// Package webhook embeds the operator's webhook configuration (the pod webhook and the
+// FencedLease finalizer webhook), so the binary can serve them on the embedded local
+// control plane.
 package webhook
 
 import (

@@ -184,8 +184,8 @@
 //	    the tombstone with the high-water token, and then lets its finalizer go — not in
 //	    the pass that adopted a grant only the Lease recorded (X4's wait), which is
 //	    revoked first. The finalizer is there before any grant: put on at creation by
-//	    the mutating policy fencedlease-finalizer (config/policy), or else written by
-//	    the first pass before it decides anything.
+//	    the FencedLease webhook (controllers/finalizerwebhook), or else — the webhook
+//	    fails open — written by the first pass before it decides anything.
 //
 // Priority (priority.go) — what moves first when many FencedLeases are due at once:
 //

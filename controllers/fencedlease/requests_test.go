@@ -190,7 +190,7 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		Expect(sum(events)).To(Equal(2), "one Granted event on the FencedLease and one on the pod: %v", events)
 	})
 
-	It("grants a new FencedLease that carries its finalizer from its creation (config/policy's finalizer policy) with the grant's three writes alone", func() {
+	It("grants a new FencedLease that carries its finalizer from its creation (the FencedLease webhook's work) with the grant's three writes alone", func() {
 		createPod(ns, "a", "invoices")
 		counter.startWhenQuiet()
 		fl := &fencingv1.FencedLease{

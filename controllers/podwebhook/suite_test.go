@@ -62,7 +62,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
-	_, err = testenv.ServeWebhook(srvCtx, &testEnv.WebhookInstallOptions, podwebhook.Path, &webhook.Admission{Handler: counting{h}})
+	_, err = testenv.ServeWebhook(srvCtx, &testEnv.WebhookInstallOptions, map[string]*webhook.Admission{podwebhook.Path: {Handler: counting{h}}})
 	Expect(err).NotTo(HaveOccurred())
 })
 

@@ -60,10 +60,6 @@ func render(o *unstructured.Unstructured) (string, string, error) {
 		cond = "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled"
 	case kind == "PrometheusRule":
 		cond = ".Values.metrics.prometheusRule.enabled"
-	case strings.HasPrefix(kind, "MutatingAdmissionPolicy"):
-		// GA in Kubernetes 1.36; the chart installs on 1.30. Without it the operator adds
-		// the finalizer itself.
-		cond = `.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"`
 	}
 	raw, err := yaml.Marshal(o.Object)
 	if err != nil {

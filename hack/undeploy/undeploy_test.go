@@ -22,7 +22,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/config/policy"
 	"github.com/fencedlease/fencedlease/hack/manifest"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
@@ -49,9 +48,6 @@ func installed(t *testing.T) (client.Client, []*unstructured.Unstructured, func(
 		}
 	}
 	waitFor(t, "the CRD to serve", func() bool { return c.List(ctx, &fencingv1.FencedLeaseList{}) == nil })
-	if err := policy.AwaitFinalizer(ctx, c, "default", time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	start := func() *testenv.Controller {
 		op, err := testenv.StartController(cfg, "", testenv.ControllerOptions{Name: "operator"})
 		if err != nil {

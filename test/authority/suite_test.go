@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
@@ -101,14 +102,16 @@ func aggregateOnce() {
 	}
 }
 
-// serveWebhook runs the pod webhook where envtest points the shipped configuration,
-// reading FencedLeases as the operator does.
+// serveWebhook runs the pod and FencedLease webhooks where envtest points the shipped
+// configuration, the pod webhook reading FencedLeases as the operator does.
 func serveWebhook(o *envtest.WebhookInstallOptions) {
 	h, err := podwebhook.NewHandler(operator, testenv.Scheme(), "fencedlease:test")
 	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
-	_, err = testenv.ServeWebhook(srvCtx, o, podwebhook.Path, &webhook.Admission{Handler: h})
+	_, err = testenv.ServeWebhook(srvCtx, o, map[string]*webhook.Admission{
+		podwebhook.Path: {Handler: h}, finalizerwebhook.Path: {Handler: finalizerwebhook.Handler{}},
+	})
 	Expect(err).NotTo(HaveOccurred())
 }
 

@@ -11,15 +11,15 @@ import (
 )
 
 var (
-	enabled         = flag.Bool("bench.enable", false, "Run the benchmark (make bench does); make test skips it.")
-	runs            = flag.Int("bench.runs", 3, "Runs of each failover measurement (the hand-off runs at least 5).")
-	mass            = flag.Int("bench.mass", 1000, "The large mass failover and burst size.")
-	scaleN          = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
-	waiting         = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
-	only            = flag.String("bench.only", "grant,handoff,single,work,mass,burst,scale", "The measurements to run, comma-separated.")
-	heapProf        = flag.String("bench.heap-profile", "", "Where to save the operator's heap profile at the end of the scale run (go tool pprof reads it); its top is logged. Empty: none.")
-	finalizerPolicy = flag.Bool("bench.finalizer-policy", true, "Install config/policy's finalizer policy, as the bundle does; false measures the operator writing the finalizer itself (Kubernetes before 1.36).")
-	memLimit        = flag.String("bench.operator-memory-limit", "256Mi", "The container memory limit the operator is told of, as the Deployment tells it (FENCEDLEASE_MEMORY_LIMIT, from resources.limits.memory); empty for none.")
+	enabled       = flag.Bool("bench.enable", false, "Run the benchmark (make bench does); make test skips it.")
+	runs          = flag.Int("bench.runs", 3, "Runs of each failover measurement (the hand-off runs at least 5).")
+	mass          = flag.Int("bench.mass", 1000, "The large mass failover and burst size.")
+	scaleN        = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
+	waiting       = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
+	only          = flag.String("bench.only", "grant,handoff,single,work,mass,burst,scale", "The measurements to run, comma-separated.")
+	heapProf      = flag.String("bench.heap-profile", "", "Where to save the operator's heap profile at the end of the scale run (go tool pprof reads it); its top is logged. Empty: none.")
+	finalizerHook = flag.Bool("bench.finalizer-webhook", true, "Serve the FencedLease webhook, as the operator does in a cluster (new FencedLeases come with its finalizer); false measures the operator writing the finalizer itself.")
+	memLimit      = flag.String("bench.operator-memory-limit", "256Mi", "The container memory limit the operator is told of, as the Deployment tells it (FENCEDLEASE_MEMORY_LIMIT, from resources.limits.memory); empty for none.")
 )
 
 func want(name string) bool { return slices.Contains(strings.Split(*only, ","), name) }

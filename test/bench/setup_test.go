@@ -75,19 +75,24 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	env.ControlPlane.GetAPIServer().Configure().
 		Set("audit-policy-file", policy).Set("audit-log-path", b.audit).
 		Set("audit-log-maxsize", "0")
+	if *finalizerHook {
+		if env.WebhookInstallOptions, err = finalizerWebhookOnly(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
+	if *finalizerHook {
+		if err := serveFinalizerWebhook(ctx, &env.WebhookInstallOptions); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b.env = env
 	if b.admin, err = client.New(unthrottled(cfg), client.Options{Scheme: testenv.Scheme()}); err != nil {
 		t.Fatal(err)
-	}
-	if *finalizerPolicy {
-		if err := installFinalizerPolicy(ctx, b.admin); err != nil {
-			t.Fatal(err)
-		}
 	}
 	b.cgLeader = kubernetes.NewForConfigOrDie(renewalRoundTrips.timed(b.userConfig(leaderUser)))
 	b.cgWaiter = b.userClient(waiterUser)

@@ -59,30 +59,22 @@ func TestHelmChart(t *testing.T) {
 	for _, tc := range []struct {
 		name, namespace, serviceAccount string
 		set                             []string
-		// apiVersions are what the cluster's discovery adds to helm template's built-in
-		// group-versions (which name no kinds): a 1.36+ API server has the finalizer policy's.
-		apiVersions  []string
-		want, absent []string // kinds
+		want, absent                    []string // kinds
 	}{
 		{name: "defaults", namespace: "fencedlease-system", serviceAccount: "fencedlease-controller-manager",
-			apiVersions: []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"},
-			want:        []string{"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "Service"},
-			absent:      kindsWithoutCRDs},
-		// An API server before 1.36, too: no MutatingAdmissionPolicy kind, so none rendered.
+			want:   []string{"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "Service"},
+			absent: kindsWithoutCRDs},
 		{name: "everything changed", namespace: "ops", serviceAccount: "fl-op",
 			set: []string{"serviceAccount.name=fl-op", "replicas=1", "certManager.enabled=true", "metrics.serviceMonitor.enabled=true",
 				"metrics.prometheusRule.enabled=true", "image.repository=registry.example/fl", "image.tag=v9", "agentImage.repository=registry.example/fl-agent", "priorityClassName=fl-critical",
 				"leaderElection.leaseDuration=20s", "leaderElection.renewDeadline=15s", "leaderElection.retryPeriod=2s", "resources.limits.memory=1Gi"},
 			want:   append([]string{"Deployment", "MutatingWebhookConfiguration"}, kindsWithoutCRDs...),
-			absent: []string{"PodDisruptionBudget", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}},
+			absent: []string{"PodDisruptionBudget"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "fencedlease", "charts/fencedlease", "-n", tc.namespace, "--include-crds", "--kube-version", "1.37.2"}
 			for _, s := range tc.set {
 				args = append(args, "--set", s)
-			}
-			for _, v := range tc.apiVersions {
-				args = append(args, "--api-versions", v)
 			}
 			objs, err := manifest.Parse(helm(t, args...))
 			if err != nil {

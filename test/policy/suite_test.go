@@ -68,7 +68,6 @@ var _ = BeforeSuite(func() {
 		Namespace: "default", Name: "probe", Labels: map[string]string{"fencing.fencedlease.io/lease": "probe"},
 	}}
 	Expect(admin.Create(ctx, probe)).To(Succeed())
-	Expect(policy.AwaitFinalizer(ctx, admin, "default", 30*time.Second)).To(Succeed())
 	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}}
 	Expect(admin.Create(ctx, fl)).To(Succeed())
 	outsider := asUser("probe", "system:masters")

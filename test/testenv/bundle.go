@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fencedlease/fencedlease/config/policy"
 	"github.com/fencedlease/fencedlease/hack/manifest"
 )
 
@@ -34,15 +32,10 @@ func InstallBundle(ctx context.Context, c client.Client, skip ...string) error {
 	if err != nil {
 		return err
 	}
-	mutates := false
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
 			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
-		mutates = mutates || o.GetKind() == "MutatingAdmissionPolicyBinding"
-	}
-	if mutates {
-		return policy.AwaitFinalizer(ctx, c, "default", time.Minute)
 	}
 	return nil
 }

@@ -15,12 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
-// ServeWebhook serves handler at path where envtest points the webhook configurations
-// it installed, and returns once the server accepts TLS connections. Cancel ctx to stop
-// it; errs receives what the server's Start returned.
-func ServeWebhook(ctx context.Context, o *envtest.WebhookInstallOptions, path string, handler *webhook.Admission) (errs <-chan error, err error) {
+// ServeWebhook serves each handler at its path where envtest points the webhook
+// configurations it installed, and returns once the server accepts TLS connections.
+// Cancel ctx to stop it; errs receives what the server's Start returned.
+func ServeWebhook(ctx context.Context, o *envtest.WebhookInstallOptions, handlers map[string]*webhook.Admission) (errs <-chan error, err error) {
 	srv := webhook.NewServer(webhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir})
-	srv.Register(path, handler)
+	for path, handler := range handlers {
+		srv.Register(path, handler)
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
 	addr := net.JoinHostPort(o.LocalServingHost, fmt.Sprint(o.LocalServingPort))

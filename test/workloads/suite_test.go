@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 	"github.com/fencedlease/fencedlease/test/cluster"
 	"github.com/fencedlease/fencedlease/test/testenv"
@@ -59,7 +60,9 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
-	_, err = testenv.ServeWebhook(srvCtx, &env.WebhookInstallOptions, podwebhook.Path, &webhook.Admission{Handler: h})
+	_, err = testenv.ServeWebhook(srvCtx, &env.WebhookInstallOptions, map[string]*webhook.Admission{
+		podwebhook.Path: {Handler: h}, finalizerwebhook.Path: {Handler: finalizerwebhook.Handler{}},
+	})
 	Expect(err).NotTo(HaveOccurred())
 })
 

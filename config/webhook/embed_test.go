@@ -1,0 +1,51 @@
+package webhook
+
+import (
+	"slices"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
+	"github.com/fencedlease/fencedlease/controllers/podwebhook"
+)
+
+func webhookAt(t *testing.T, path string) admissionregistrationv1.MutatingWebhook {
+	t.Helper()
+	c, err := Configuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range c.Webhooks {
+		if s := w.ClientConfig.Service; s != nil && s.Path != nil && *s.Path == path {
+			return w
+		}
+	}
+	t.Fatalf("no webhook serves %s", path)
+	return admissionregistrationv1.MutatingWebhook{}
+}
+
+// The finalizer webhook only ever helps: a FencedLease is created whether or not the
+// operator answers (it adds the finalizer itself then), and only creations reach it, so
+// the operator's removal of its finalizer at deletion is never undone.
+func TestTheFinalizerWebhookFailsOpenAndSeesOnlyFencedLeaseCreations(t *testing.T) {
+	w := webhookAt(t, finalizerwebhook.Path)
+	if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore {
+		t.Errorf("failurePolicy %v, want Ignore", w.FailurePolicy)
+	}
+	if w.TimeoutSeconds == nil || *w.TimeoutSeconds > 3 {
+		t.Errorf("timeoutSeconds %v: a hung operator would hold every FencedLease creation that long", w.TimeoutSeconds)
+	}
+	if len(w.Rules) != 1 || !slices.Equal(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) ||
+		!slices.Equal(w.Rules[0].Resources, []string{"fencedleases"}) || !slices.Equal(w.Rules[0].APIGroups, []string{"fencing.fencedlease.io"}) {
+		t.Errorf("rules %+v, want CREATE of fencing.fencedlease.io fencedleases only", w.Rules)
+	}
+}
+
+// The pod webhook fails closed: a labeled pod must never start ungated.
+func TestThePodWebhookFailsClosed(t *testing.T) {
+	w := webhookAt(t, podwebhook.Path)
+	if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("failurePolicy %v, want Fail", w.FailurePolicy)
+	}
+}
