@@ -53,6 +53,25 @@ func TestAGoodHistoryPasses(t *testing.T) {
 	}
 }
 
+// A series of restarts: the server went away again before the bound, and the grant came
+// soon after its last return. The first restart is judged no more; the last one is.
+func TestARestartCutShortByTheNextIsJudgedFromTheNext(t *testing.T) {
+	h := good()
+	back := at(3100)
+	h.Faults = append(h.Faults,
+		Fault{Kind: "API server restarts, 4-10 s apart", Start: at(3000), End: back},
+		Fault{Kind: "API server restarts, 4-10 s apart", Start: back.Add(4100 * time.Millisecond), End: back.Add(8800 * time.Millisecond)})
+	h.States[4].At = back.Add(10250 * time.Millisecond) // c's grant, 1.45 s after the second return
+	h.Holders[2].Confirmed = h.States[4].At.Add(10 * time.Millisecond)
+	if v := checkStuck(h); len(v) != 0 {
+		t.Fatalf("violations: %v", v)
+	}
+	h.States[4].At = back.Add(8800*time.Millisecond + h.Lease + stuckMargin + time.Millisecond)
+	if v := checkStuck(h); len(v) != 1 || !strings.Contains(v[0], "stuck: no grant for") {
+		t.Fatalf("a grant too late after the last return: violations %v, want one", v)
+	}
+}
+
 func TestEachBadHistoryIsFlagged(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -91,6 +110,12 @@ func TestEachBadHistoryIsFlagged(t *testing.T) {
 		{"a grant too late after the API server was back", func(h *History) {
 			h.Faults = append(h.Faults, Fault{Kind: "API server restarts, 30-60 s apart", Start: at(3000), End: at(3100)})
 			h.States[4].At = at(3100).Add(h.Lease + stuckMargin + time.Millisecond) // c's grant
+		}, "stuck: no grant for"},
+		{"a grant too late after the API server was back, and before it went away again", func(h *History) {
+			back := at(3100)
+			h.Faults = append(h.Faults, Fault{Kind: "API server restarts, 4-10 s apart", Start: at(3000), End: back},
+				Fault{Kind: "API server restarts, 4-10 s apart", Start: back.Add(h.Lease + stuckMargin + 2*time.Millisecond), End: back.Add(10 * time.Second)})
+			h.States[4].At = back.Add(h.Lease + stuckMargin + time.Millisecond)
 		}, "stuck: no grant for"},
 		{"a spurious revocation", func(h *History) {
 			h.Renewals = append(h.Renewals, Renewal{Pod: "b", Token: 2, At: at(2000)})

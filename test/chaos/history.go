@@ -256,18 +256,34 @@ func recoveries(h History) []recovery {
 	return out
 }
 
+// nextAPIServerFault is when the first API-server fault to start after t started.
+func nextAPIServerFault(faults []Fault, t time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, f := range faults {
+		if strings.HasPrefix(f.Kind, "API server") && f.Start.After(t) && (first.IsZero() || f.Start.Before(first)) {
+			first = f.Start
+		}
+	}
+	return first, !first.IsZero()
+}
+
 // stuckMargin is how long after the API server is ready again, beyond one lease (for a
 // grant made before the outage to run out), the FencedLease — which always has
 // candidates here — may go without a new grant.
 const stuckMargin = 5 * time.Second
 
 // checkStuck: after every API-server fault, a grant within lease + stuckMargin of the
-// server being ready (or the run ended sooner).
+// server being ready (or the run ended sooner) — unless the server went away again
+// within that bound and before the grant: then the next fault is judged from its own end.
 func checkStuck(h History) []string {
 	var v []string
 	bound := h.Lease + stuckMargin
 	for _, r := range recoveries(h) {
 		if !strings.HasPrefix(r.fault.Kind, "API server") || r.zombie {
+			continue
+		}
+		if again, ok := nextAPIServerFault(h.Faults, r.fault.End); ok && again.Sub(r.fault.End) <= bound &&
+			(!r.granted || r.fault.End.Add(r.took).After(again)) {
 			continue
 		}
 		switch {
