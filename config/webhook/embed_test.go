@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
@@ -31,10 +32,10 @@ func webhookAt(t *testing.T, path string) admissionregistrationv1.MutatingWebhoo
 func TestTheFinalizerWebhookFailsOpenAndSeesOnlyFencedLeaseCreations(t *testing.T) {
 	w := webhookAt(t, finalizerwebhook.Path)
 	if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore {
-		t.Errorf("failurePolicy %v, want Ignore", w.FailurePolicy)
+		t.Errorf("failurePolicy %q, want Ignore", ptr.Deref(w.FailurePolicy, ""))
 	}
 	if w.TimeoutSeconds == nil || *w.TimeoutSeconds > 3 {
-		t.Errorf("timeoutSeconds %v: a hung operator would hold every FencedLease creation that long", w.TimeoutSeconds)
+		t.Errorf("timeoutSeconds %d (10 when unset): a hung operator would hold every FencedLease creation that long", ptr.Deref(w.TimeoutSeconds, 10))
 	}
 	if len(w.Rules) != 1 || !slices.Equal(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) ||
 		!slices.Equal(w.Rules[0].Resources, []string{"fencedleases"}) || !slices.Equal(w.Rules[0].APIGroups, []string{"fencing.fencedlease.io"}) {
@@ -46,6 +47,6 @@ func TestTheFinalizerWebhookFailsOpenAndSeesOnlyFencedLeaseCreations(t *testing.
 func TestThePodWebhookFailsClosed(t *testing.T) {
 	w := webhookAt(t, podwebhook.Path)
 	if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
-		t.Errorf("failurePolicy %v, want Fail", w.FailurePolicy)
+		t.Errorf("failurePolicy %q, want Fail", ptr.Deref(w.FailurePolicy, ""))
 	}
 }
