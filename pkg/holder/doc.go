@@ -20,7 +20,8 @@
 //   - The identity is (pod name, token), never the pod name alone: a pod re-created under
 //     the same name never renews the grant of its predecessor.
 //   - Renewals carry the resourceVersion that was read; a write lost to a concurrent
-//     change is never forced.
+//     change is never forced. Each one changes renewTime (the operator counts a renewal
+//     when it changes), even if the clock stood still or was set back.
 //   - Release clears the Lease's holder only while it still names this holder and token.
 //   - Deadline() and Holding() answer at once: Holding reads the clock itself and is false
 //     from the Deadline on, even before the renewal goroutine notices a missed renewal.

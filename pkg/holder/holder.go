@@ -371,7 +371,7 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 		}
 		sent := h.cfg.Clock.Now()
 		next := h.lease.DeepCopy()
-		next.Spec.RenewTime = &metav1.MicroTime{Time: sent}
+		next.Spec.RenewTime = &metav1.MicroTime{Time: renewTime(sent, h.lease.Spec.RenewTime)}
 		updated, err := leases.Update(ctx, next, metav1.UpdateOptions{})
 		if err == nil {
 			h.lease = updated
@@ -385,6 +385,19 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 			return time.Time{}, err
 		}
 	}
+}
+
+// renewTime is the renewTime a renewal sent at now writes over current: now, at the
+// field's precision (microseconds), or a microsecond later should that equal current (a
+// clock that stood still, or was set back to that very moment). The operator counts a
+// renewal when renewTime *changes*; an update that changed nothing would be confirmed by
+// the API server and seen by no one.
+func renewTime(now time.Time, current *metav1.MicroTime) time.Time {
+	t := now.Round(0).Truncate(time.Microsecond)
+	if current != nil && current.Time.Truncate(time.Microsecond).Equal(t) {
+		t = t.Add(time.Microsecond)
+	}
+	return t
 }
 
 func (h *Holder) named(l *coordinationv1.Lease) bool {
