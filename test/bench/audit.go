@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"time"
 )
@@ -23,6 +24,9 @@ type auditEvent struct {
 	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser"`
 	ObjectRef struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
@@ -92,6 +96,9 @@ func auditCount(path, user string, from, to time.Time, inNS func(string) bool) (
 		}
 		if e.Received.Before(from) || !e.Received.Before(to) || !inNS(e.ObjectRef.Namespace) {
 			continue
+		}
+		if *apf && user == operatorUser && (e.ImpersonatedUser == nil || e.ImpersonatedUser.Username != operatorServiceAccount.user) {
+			return nil, fmt.Errorf("the operator's %s %s was not sent as its service account: the API server did not prioritize it as in a cluster", e.Verb, e.ObjectRef.Resource)
 		}
 		res := e.ObjectRef.Resource
 		if e.ObjectRef.Subresource != "" {

@@ -19,6 +19,7 @@ var (
 	only          = flag.String("bench.only", "grant,handoff,single,work,mass,burst,scale", "The measurements to run, comma-separated.")
 	heapProf      = flag.String("bench.heap-profile", "", "Where to save the operator's heap profile at the end of the scale run (go tool pprof reads it); its top is logged. Empty: none.")
 	finalizerHook = flag.Bool("bench.finalizer-webhook", true, "Serve the FencedLease webhook, as the operator does in a cluster (new FencedLeases come with its finalizer); false measures the operator writing the finalizer itself.")
+	apf           = flag.Bool("bench.apf", false, "Run the holders, client-go's candidates and the operator as service accounts (one per lock for the first two) under the shipped API Priority and Fairness objects, as in a cluster; false runs every side as system:masters, which APF exempts.")
 	memLimit      = flag.String("bench.operator-memory-limit", "256Mi", "The container memory limit the operator is told of, as the Deployment tells it (FENCEDLEASE_MEMORY_LIMIT, from resources.limits.memory); empty for none.")
 )
 

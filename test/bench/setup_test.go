@@ -94,22 +94,35 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	if b.admin, err = client.New(unthrottled(cfg), client.Options{Scheme: testenv.Scheme()}); err != nil {
 		t.Fatal(err)
 	}
-	b.cgLeader = kubernetes.NewForConfigOrDie(renewalRoundTrips.timed(b.userConfig(leaderUser)))
-	b.cgWaiter = b.userClient(waiterUser)
+	if *apf {
+		if err := installAPF(ctx, b.admin); err != nil {
+			t.Fatal(err)
+		}
+		if err := expectRenewalsClassified(ctx, b.admin, asWorkloads(b.userConfig("apf-probe"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.cgLeader = kubernetes.NewForConfigOrDie(renewalRoundTrips.timed(asWorkloads(b.userConfig(leaderUser))))
+	b.cgWaiter = kubernetes.NewForConfigOrDie(asWorkloads(b.userConfig(waiterUser)))
 	b.floor = b.userClient("floor")
 	observer := b.userClient("observer")
-	b.holders = newHolders(ctx, renewalRoundTrips.timed(b.userConfig("holders")))
+	b.holders = newHolders(ctx, renewalRoundTrips.timed(asWorkloads(b.userConfig("holders"))))
 	b.leases = watchLeases(ctx, observer, b.holders.saw)
 	b.granted = watchPods(ctx, observer)
-	b.warm = runWarmWaiters(ctx, b.userConfig("warm-waiters"))
+	b.warm = runWarmWaiters(ctx, asWorkloads(b.userConfig("warm-waiters")))
 	// The operator's Go runtime keeps its memory under the limit the Deployment gives it.
 	if *memLimit != "" {
 		limit := resource.MustParse(*memLimit)
 		t.Setenv("FENCEDLEASE_MEMORY_LIMIT", strconv.FormatInt(limit.Value(), 10))
 	}
 	b.pprof = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	b.op = testenv.StartManager(t, env, testenv.BuildOperator(t, dir), dir, operatorUser,
-		"--leader-elect=false", "--webhook=false", "--health-probe-bind-address=0", "--pprof-bind-address="+b.pprof)
+	args := []string{"--leader-elect=false", "--webhook=false", "--health-probe-bind-address=0", "--pprof-bind-address=" + b.pprof}
+	if *apf {
+		b.op = testenv.StartManagerAs(t, env, testenv.BuildOperator(t, dir), dir, operatorUser,
+			operatorServiceAccount.user, operatorServiceAccount.groups, args...)
+	} else {
+		b.op = testenv.StartManager(t, env, testenv.BuildOperator(t, dir), dir, operatorUser, args...)
+	}
 	return b
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -68,7 +69,31 @@ type Manager struct {
 // args say --metrics-secure) as user name, a cluster admin of env. It is killed when the test ends.
 func StartManager(t testing.TB, env *envtest.Environment, bin, dir, name string, args ...string) *Manager {
 	t.Helper()
-	kubeconfig := ManagerUser(t, env, dir, name)
+	return startManagerFrom(t, ManagerUser(t, env, dir, name), bin, name, args)
+}
+
+// StartManagerAs is StartManager with the operator acting as user as, in groups, through
+// its kubeconfig's impersonation, the way it acts as its service account in a cluster: so
+// the API server authorizes and prioritizes (API Priority and Fairness) its requests as
+// that user's. name stays the authenticated user, which an audit policy matches.
+func StartManagerAs(t testing.TB, env *envtest.Environment, bin, dir, name, as string, groups []string, args ...string) *Manager {
+	t.Helper()
+	path := ManagerUser(t, env, dir, name)
+	kubeconfig, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range kubeconfig.AuthInfos {
+		auth.Impersonate, auth.ImpersonateGroups = as, groups
+	}
+	if err := clientcmd.WriteToFile(*kubeconfig, path); err != nil {
+		t.Fatal(err)
+	}
+	return startManagerFrom(t, path, bin, name, args)
+}
+
+func startManagerFrom(t testing.TB, kubeconfig, bin, name string, args []string) *Manager {
+	t.Helper()
 	m, err := startManager(bin, kubeconfig, name, args)
 	if err != nil {
 		t.Fatal(err)
