@@ -19,8 +19,8 @@ import (
 // writeRate measures how many writes per second the API server takes: 64 writers each
 // updating their own Leases for five seconds, the cheapest write there is.
 func (b *bench) writeRate() float64 {
-	const ns, writers, perWriter = "floor", 64, 4
-	b.namespace(ns)
+	const writers, perWriter = 64, 4
+	ns := b.namespace("floor")
 	leases := b.floor.CoordinationV1().Leases(ns)
 	objs := make([]*coordinationv1.Lease, writers*perWriter)
 	parallel(len(objs), 32, func(i int) (err error) {
@@ -67,7 +67,7 @@ type failover struct {
 // a waiting pod for each, every holder stops at once, and the watch times each next grant.
 func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 	ns := fmt.Sprintf("op-failover-%d-%ds", n, int(d.Seconds()))
-	b.namespace(ns)
+	ns = b.namespace(ns)
 	leases := names("l", n)
 	fls := make([]client.Object, n)
 	for i, l := range leases {
@@ -130,7 +130,7 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 // each standby's work begins when its StartWhenGranted returns.
 func (b *bench) warmFailover(n int, d time.Duration, runs int) failover {
 	ns := fmt.Sprintf("op-warm-%d-%ds", n, int(d.Seconds()))
-	b.namespace(ns)
+	ns = b.namespace(ns)
 	leases := names("l", n)
 	fls := make([]client.Object, n)
 	for i, l := range leases {
@@ -239,7 +239,7 @@ func (b *bench) quiesce(ns string, holders []string) {
 // every leader stops at once, the watch times each next leader.
 func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
 	ns := fmt.Sprintf("cg-failover-%d-%ds", n, int(t.lease.Seconds()))
-	b.namespace(ns)
+	ns = b.namespace(ns)
 	leases := names("l", n)
 	lostBefore := lostLeaders.Load()
 	leaders := make([]*elector, n)
@@ -325,7 +325,7 @@ func firstLeaseEnd(ts []transition) time.Time {
 // handoff times release → next holder named, runs times, for the operator and client-go.
 func (b *bench) handoff(d time.Duration, t timings, runs int) {
 	ns := "op-handoff"
-	b.namespace(ns)
+	ns = b.namespace(ns)
 	b.createAll([]client.Object{b.fencedLease(ns, "h", d)})
 	current := "h0"
 	b.createAll(b.pods(ns, []string{current}, []string{"h"}))
@@ -348,7 +348,7 @@ func (b *bench) handoff(d time.Duration, t timings, runs int) {
 	b.quiesce(ns, []string{current})
 
 	cns := "cg-handoff"
-	b.namespace(cns)
+	cns = b.namespace(cns)
 	leader, err := runElector(b.ctx, b.cgLeader, cns, "h", "c0", t, true)
 	if err != nil {
 		b.t.Fatal(err)
@@ -376,7 +376,7 @@ func (b *bench) handoff(d time.Duration, t timings, runs int) {
 // lock acquired.
 func (b *bench) uncontended(runs int, t timings) {
 	ns := "op-grant"
-	b.namespace(ns)
+	ns = b.namespace(ns)
 	leases := names("g", runs)
 	fls := make([]client.Object, runs)
 	for i, l := range leases {
@@ -395,7 +395,7 @@ func (b *bench) uncontended(runs int, t timings) {
 	b.quiesce(ns, names("p", runs))
 
 	cns := "cg-grant"
-	b.namespace(cns)
+	cns = b.namespace(cns)
 	var cg sample
 	for i := range runs {
 		start := time.Now()
@@ -415,7 +415,7 @@ func (b *bench) uncontended(runs int, t timings) {
 // grants per second and the operator's requests per grant.
 func (b *bench) burst(n int, rates floors) {
 	ns := fmt.Sprintf("op-burst-%d", n)
-	b.namespace(ns)
+	ns = b.namespace(ns)
 	leases := names("b", n)
 	pods := names("p", n)
 	b.createAll(b.pods(ns, pods, leases))
@@ -451,7 +451,7 @@ func (b *bench) burst(n int, rates floors) {
 // and metrics.
 func (b *bench) scale(n, waiting int, d time.Duration) {
 	ns := fmt.Sprintf("op-scale-%d", n)
-	b.namespace(ns)
+	ns = b.namespace(ns)
 	leases := names("s", n)
 	var pods []client.Object
 	for w := 0; w <= waiting; w++ {
@@ -528,8 +528,8 @@ func breakdown(r requests, n int) string {
 // patch, for five seconds. Pods and CRD objects cost the server more than Leases do, so
 // this is the fair floor for the operator; the Lease rate is the fair one for client-go.
 func (b *bench) mixRate() float64 {
-	const ns, writers = "floor-mix", 64
-	b.namespace(ns)
+	const writers = 64
+	ns := b.namespace("floor-mix")
 	fls := make([]*fencingv1.FencedLease, writers)
 	pods := make([]client.Object, writers)
 	var objs []client.Object

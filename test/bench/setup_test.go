@@ -47,6 +47,8 @@ type bench struct {
 	holders                   *holders
 	warm                      *warmWaiters
 	rows                      []row
+	// namespaces counts the scenarios that asked for each namespace name.
+	namespaces map[string]int
 }
 
 // row is one line of the table: what, the operator's number, client-go's (or the
@@ -150,10 +152,21 @@ func unthrottled(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-func (b *bench) namespace(name string) {
+// namespace creates a namespace for one scenario and returns its name: name, or name-2,
+// name-3... when an earlier scenario of the run took it (the single failover and the
+// failover to work both fail over one holder at 5 s, say).
+func (b *bench) namespace(name string) string {
+	if b.namespaces == nil {
+		b.namespaces = map[string]int{}
+	}
+	b.namespaces[name]++
+	if n := b.namespaces[name]; n > 1 {
+		name = fmt.Sprintf("%s-%d", name, n)
+	}
 	if err := b.admin.Create(b.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		b.t.Fatal(err)
 	}
+	return name
 }
 
 func (b *bench) fencedLease(ns, name string, d time.Duration) *fencingv1.FencedLease {
