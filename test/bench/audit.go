@@ -76,7 +76,8 @@ func verbOf(key string) string {
 
 // auditCount reads the log at path and counts user's requests received in [from, to) in
 // namespaces for which inNS is true, watches left out (one per informer, not per action).
-func auditCount(path, user string, from, to time.Time, inNS func(string) bool) (requests, error) {
+// With as set, every one of them must have been sent impersonating as.
+func auditCount(path, user, as string, from, to time.Time, inNS func(string) bool) (requests, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -97,8 +98,8 @@ func auditCount(path, user string, from, to time.Time, inNS func(string) bool) (
 		if e.Received.Before(from) || !e.Received.Before(to) || !inNS(e.ObjectRef.Namespace) {
 			continue
 		}
-		if *apf && user == operatorUser && (e.ImpersonatedUser == nil || e.ImpersonatedUser.Username != operatorServiceAccount.user) {
-			return nil, fmt.Errorf("the operator's %s %s was not sent as its service account: the API server did not prioritize it as in a cluster", e.Verb, e.ObjectRef.Resource)
+		if as != "" && (e.ImpersonatedUser == nil || e.ImpersonatedUser.Username != as) {
+			return nil, fmt.Errorf("%s's %s %s was not sent as %s: the API server did not authorize and prioritize it as in a cluster", user, e.Verb, e.ObjectRef.Resource, as)
 		}
 		res := e.ObjectRef.Resource
 		if e.ObjectRef.Subresource != "" {

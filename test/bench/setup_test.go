@@ -296,7 +296,11 @@ func (b *bench) operatorRequests(ns string, from, to time.Time) requests {
 func (b *bench) requestsOf(user, ns string, from, to time.Time) requests {
 	// The log is written as requests finish: give the last ones a moment.
 	time.Sleep(time.Second)
-	r, err := auditCount(b.audit, user, from, to, func(n string) bool { return n == ns })
+	as := ""
+	if *apf && user == operatorUser {
+		as = operatorServiceAccount.user
+	}
+	r, err := auditCount(b.audit, user, as, from, to, func(n string) bool { return n == ns })
 	if err != nil {
 		b.t.Fatal(err)
 	}
