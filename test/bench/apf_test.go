@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,8 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
+	"github.com/fencedlease/fencedlease/hack/manifest"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -28,20 +27,10 @@ import (
 // match fencedlease-lease-renewals — waits in the leader-election priority level, apart
 // from the operator's failover writes in workload-high, as issue 23 item 2 intends.
 
-// operatorServiceAccount is the operator's identity in the bundle and the chart.
-var operatorServiceAccount = struct {
-	user   string
-	groups []string
-}{
-	user:   "system:serviceaccount:fencedlease-system:fencedlease-controller-manager",
-	groups: []string{"system:serviceaccounts", "system:serviceaccounts:fencedlease-system"},
-}
-
 // installAPF creates the shipped FlowSchemas, and lets every service account do anything
 // (RBAC is not what is measured; the bench installs no admission policy either).
 func installAPF(ctx context.Context, c client.Client) error {
-	dir := filepath.Join(testenv.RepoRoot(), "config", "apf")
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "apf", "*.yaml"))
 	if err != nil {
 		return err
 	}
@@ -49,19 +38,12 @@ func installAPF(ctx context.Context, c client.Client) error {
 		if filepath.Base(f) == "kustomization.yaml" {
 			continue
 		}
-		raw, err := os.ReadFile(f)
+		objs, err := manifest.Read(f)
 		if err != nil {
 			return err
 		}
-		for _, doc := range strings.Split(string(raw), "\n---\n") {
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			if err := c.Create(ctx, u); err != nil {
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil {
 				return fmt.Errorf("%s: %w", f, err)
 			}
 		}

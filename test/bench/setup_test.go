@@ -121,7 +121,7 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	args := []string{"--leader-elect=false", "--webhook=false", "--health-probe-bind-address=0", "--pprof-bind-address=" + b.pprof}
 	if *apf {
 		b.op = testenv.StartManagerAs(t, env, testenv.BuildOperator(t, dir), dir, operatorUser,
-			operatorServiceAccount.user, operatorServiceAccount.groups, args...)
+			testenv.OperatorUser, testenv.OperatorGroups, args...)
 	} else {
 		b.op = testenv.StartManager(t, env, testenv.BuildOperator(t, dir), dir, operatorUser, args...)
 	}
@@ -298,7 +298,7 @@ func (b *bench) requestsOf(user, ns string, from, to time.Time) requests {
 	time.Sleep(time.Second)
 	as := ""
 	if *apf && user == operatorUser {
-		as = operatorServiceAccount.user
+		as = testenv.OperatorUser
 	}
 	r, err := auditCount(b.audit, user, as, from, to, func(n string) bool { return n == ns })
 	if err != nil {

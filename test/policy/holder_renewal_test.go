@@ -14,11 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/holder"
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 // leaseRequests records "METHOD status" of every Lease request a client sends.
@@ -62,15 +62,8 @@ var _ = Describe("pkg/holder under the shipped holder role and Lease policy", fu
 		})).To(Succeed())
 
 		// Pod a's own client, as its bound service-account token makes it.
-		c := rest.CopyConfig(cfg)
-		c.Impersonate = rest.ImpersonationConfig{
-			UserName: "system:serviceaccount:" + ns + ":worker",
-			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-			Extra: map[string][]string{
-				"authentication.kubernetes.io/pod-name": {"a"},
-				"authentication.kubernetes.io/pod-uid":  {"uid-of-a"},
-			},
-		}
+		c := testenv.AsUser(cfg, "system:serviceaccount:"+ns+":worker", []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
+			map[string][]string{"authentication.kubernetes.io/pod-name": {"a"}, "authentication.kubernetes.io/pod-uid": {"uid-of-a"}})
 		rec := &leaseRequests{}
 		c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { rec.rt = rt; return rec }
 		cs, err := kubernetes.NewForConfig(c)

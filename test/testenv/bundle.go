@@ -16,6 +16,9 @@ import (
 // OperatorUser is the operator's user as dist/install.yaml deploys it.
 const OperatorUser = "system:serviceaccount:fencedlease-system:fencedlease-controller-manager"
 
+// OperatorGroups are OperatorUser's groups (but system:authenticated).
+var OperatorGroups = []string{"system:serviceaccounts", "system:serviceaccounts:fencedlease-system"}
+
 // BundleObjects reads dist/install.yaml, the install bundle as shipped, and returns its
 // objects whose kind is not in skip, in the bundle's order.
 func BundleObjects(skip ...string) ([]*unstructured.Unstructured, error) {
@@ -51,5 +54,5 @@ func AsUser(cfg *rest.Config, user string, groups []string, extra map[string][]s
 // AsOperator is cfg acting as the operator's service account, as the bundle deploys it:
 // its RBAC and the admission policies' exemption are the shipped ones.
 func AsOperator(cfg *rest.Config) *rest.Config {
-	return AsUser(cfg, OperatorUser, []string{"system:serviceaccounts", "system:serviceaccounts:fencedlease-system"}, nil)
+	return AsUser(cfg, OperatorUser, OperatorGroups, nil)
 }
