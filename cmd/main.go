@@ -62,7 +62,7 @@ func runManager() error {
 		"How long the manager waits, on SIGTERM, for in-flight reconciles to finish before it releases leadership and exits; keep the pod's terminationGracePeriodSeconds longer.")
 	o.leader.bind(flag.CommandLine)
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", fencedlease.DefaultConcurrency,
-		"How many FencedLeases are reconciled at once: a reconcile mostly waits on the API server, so a mass failover needs many in flight to use the server's write rate (one FencedLease is never reconciled twice at once).")
+		"How many FencedLeases are reconciled at once (one is never reconciled twice at once). A reconcile mostly waits on the API server, so a mass failover needs several in flight to use its write rate; too many take the server from the holders' renewals, and a holder that cannot renew is one more failover.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 2000,
 		"Client-side limit of requests per second to the API server. A mass failover costs about six writes per FencedLease, so the default leaves the limit to the server's own priority and fairness.")
 	flag.IntVar(&o.burst, "kube-api-burst", 4000, "Client-side burst above --kube-api-qps.")

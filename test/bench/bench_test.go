@@ -20,6 +20,7 @@ var (
 	heapProf      = flag.String("bench.heap-profile", "", "Where to save the operator's heap profile at the end of the scale run (go tool pprof reads it); its top is logged. Empty: none.")
 	finalizerHook = flag.Bool("bench.finalizer-webhook", true, "Serve the FencedLease webhook, as the operator does in a cluster (new FencedLeases come with its finalizer); false measures the operator writing the finalizer itself.")
 	apf           = flag.Bool("bench.apf", false, "Run the holders, client-go's candidates and the operator as service accounts (one per lock for the first two) under the shipped API Priority and Fairness objects, as in a cluster; false runs every side as system:masters, which APF exempts.")
+	operatorArgs  = flag.String("bench.operator-args", "", "Extra flags for the operator, space-separated (--max-concurrent-reconciles=64, say), to measure a setting.")
 	memLimit      = flag.String("bench.operator-memory-limit", "256Mi", "The container memory limit the operator is told of, as the Deployment tells it (FENCEDLEASE_MEMORY_LIMIT, from resources.limits.memory); empty for none.")
 )
 
@@ -110,6 +111,8 @@ func (b *bench) massFailover(n int, t timings, rates floors) {
 			op.ungated.summary(), "—", "")
 	}
 	b.add(what+": writes per failover, each run (events included)", floats(op.writesPer), "client-go: "+floats(cg.writesPer), "")
-	b.add(what+": holders that gave up on their own deadline (pkg/holder; client-go: leaders lost)",
+	b.add(what+": holders that gave up on their own deadline in the failover, from the stop to a lease after the last next holder named (pkg/holder; client-go: leaders lost)",
+		fmt.Sprintf("%d", op.gaveUpInFailover), fmt.Sprintf("%d", cg.gaveUpInFailover), "")
+	b.add(what+": holders that gave up on their own deadline in the whole scenario, the first grants included (pkg/holder; client-go: leaders lost)",
 		fmt.Sprintf("%d of %d grants", op.gaveUp, op.grants), fmt.Sprintf("%d of %d leaderships", cg.gaveUp, cg.grants), "")
 }

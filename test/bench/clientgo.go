@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,8 +21,8 @@ func (t timings) String() string {
 	return fmt.Sprintf("%g/%g/%g s", t.lease.Seconds(), t.renew.Seconds(), t.retry.Seconds())
 }
 
-// lostLeaders counts client-go leaders that lost leadership while nobody stopped them.
-var lostLeaders atomic.Int64
+// lostLeaders records client-go leaders that lost leadership while nobody stopped them.
+var lostLeaders losses
 
 // elector is one client-go leader-election candidate for one lock.
 type elector struct {
@@ -59,7 +58,7 @@ func runElector(ctx context.Context, cs kubernetes.Interface, ns, name, identity
 			},
 			OnStoppedLeading: func() {
 				if run.Err() == nil && e.leading() {
-					lostLeaders.Add(1) // gave up on its own: its renewals did not get through in time
+					lostLeaders.add(ns, time.Now()) // gave up on its own: its renewals did not get through in time
 				}
 			},
 		},

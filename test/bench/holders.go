@@ -26,9 +26,10 @@ type holders struct {
 
 	mu      sync.Mutex
 	running map[string]*simHolder // by "ns/pod"
-	// renewals counts confirmed renewals by namespace; gaveUp the holders that ended on
-	// their own deadline (ErrDeadline), by namespace.
-	renewals, gaveUp map[string]int
+	// renewals counts confirmed renewals by namespace.
+	renewals map[string]int
+	// gaveUp records the holders that ended on their own deadline (ErrDeadline).
+	gaveUp losses
 }
 
 type simHolder struct {
@@ -41,7 +42,7 @@ type simHolder struct {
 
 // newHolders returns the simulated holders; they start from the Leases saw is given.
 func newHolders(ctx context.Context, cfg *rest.Config) *holders {
-	h := &holders{ctx: ctx, running: map[string]*simHolder{}, renewals: map[string]int{}, gaveUp: map[string]int{}}
+	h := &holders{ctx: ctx, running: map[string]*simHolder{}, renewals: map[string]int{}}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return renewalCounter{rt: rt, h: h} })
 	h.cs = kubernetes.NewForConfigOrDie(cfg)
@@ -93,14 +94,11 @@ func (h *holders) confirmedAt(ns, name string) time.Time {
 	return time.Time{}
 }
 
-// renewalsIn and gaveUpIn count namespace ns's confirmed renewals and deadline losses.
-func (h *holders) renewalsIn(ns string) int { return h.count(h.renewals, ns) }
-func (h *holders) gaveUpIn(ns string) int   { return h.count(h.gaveUp, ns) }
-
-func (h *holders) count(m map[string]int, ns string) int {
+// renewalsIn counts namespace ns's confirmed renewals.
+func (h *holders) renewalsIn(ns string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return m[ns]
+	return h.renewals[ns]
 }
 
 func (h *holders) saw(l *coordinationv1.Lease) {
@@ -126,9 +124,7 @@ func (h *holders) saw(l *coordinationv1.Lease) {
 			Leases: holder.ClientGo(h.cs.CoordinationV1()), Namespace: ns, LeaseName: l.Name, Identity: pod, Token: token,
 			Callbacks: holder.Callbacks{OnLost: func(reason error) {
 				if errors.Is(reason, holder.ErrDeadline) {
-					h.mu.Lock()
-					h.gaveUp[ns]++
-					h.mu.Unlock()
+					h.gaveUp.add(ns, time.Now())
 				}
 			}},
 		})

@@ -55,8 +55,12 @@ type failover struct {
 	span, ungated sample
 	// writesPer is the operator's writes (or client-go's) per failover.
 	writesPer []float64
-	// gaveUp is how many holders (leaders) ended on their own deadline, of grants.
-	gaveUp, grants int
+	// gaveUp is how many holders (leaders) ended on their own deadline, of grants, in the
+	// whole scenario (the first grants included); gaveUpInFailover those of them that did
+	// in a failover: from the stop to one lease after the last next holder was named.
+	gaveUp, grants, gaveUpInFailover int
+	// failovers are those stretches, one per run.
+	failovers []stretch
 	// work is how long after the old holder's lease ran out the next one's work began: its
 	// first renewal confirmed (a Cold pod with no pod start: the best case), its
 	// StartWhenGranted returned (Warm), OnStartedLeading (client-go).
@@ -95,8 +99,9 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 		for _, h := range current {
 			b.holders.stop(ns, h)
 		}
-		ts := b.await(keyed(ns, leases, next), 10*time.Minute)
+		ts := b.stopped(ns, r, b.await(keyed(ns, leases, next), 10*time.Minute), stoppedAt)
 		f.add(ts)
+		f.failovers = append(f.failovers, stretch{stoppedAt, latest(ts).Add(d)})
 		first := firstLeaseEnd(ts)
 		if missing := b.awaitConfirmed(ns, next, 2*time.Minute); len(missing) > 0 {
 			b.t.Logf("%s run %d: %d next holders named on their Lease never confirmed (gave up or revoked first), e.g. %s; left out of the time to work",
@@ -120,8 +125,9 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 		b.t.Logf("%s run %d: operator requests %v", ns, r, req)
 		current = next
 	}
+	f.count(&b.holders.gaveUp, ns)
 	b.quiesce(ns, current)
-	f.gaveUp, f.grants = b.holders.gaveUpIn(ns), n*(runs+1)
+	f.grants = n * (runs + 1)
 	return f
 }
 
@@ -179,10 +185,11 @@ func (b *bench) warmFailover(n int, d time.Duration, runs int) failover {
 					per(int(b.warm.gets.Load()-gets), n)/window.Minutes(), per(int(b.warm.watches.Load()-watches), n)/window.Minutes()),
 				"client-go: see its waiters' row", "")
 		}
+		stoppedAt := time.Now()
 		for _, h := range current {
 			b.warm.stop(ns, h)
 		}
-		ts := b.await(keyed(ns, leases, next), 10*time.Minute)
+		ts := b.stopped(ns, r, b.await(keyed(ns, leases, next), 10*time.Minute), stoppedAt)
 		f.add(ts)
 		awaitWorking(next)
 		for _, t := range ts {
@@ -241,7 +248,6 @@ func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
 	ns := fmt.Sprintf("cg-failover-%d-%ds", n, int(t.lease.Seconds()))
 	ns = b.namespace(ns)
 	leases := names("l", n)
-	lostBefore := lostLeaders.Load()
 	leaders := make([]*elector, n)
 	parallel(n, 32, func(i int) (err error) {
 		leaders[i], err = runElector(b.ctx, b.cgLeader, ns, leases[i], leases[i]+"-c0", t, false)
@@ -267,8 +273,9 @@ func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
 		for i, l := range leases {
 			want[ns+"/"+l] = waiters[i].identity
 		}
-		ts := b.await(want, 10*time.Minute)
+		ts := b.stopped(ns, r, b.await(want, 10*time.Minute), stoppedAt)
 		f.add(ts)
+		f.failovers = append(f.failovers, stretch{stoppedAt, latest(ts).Add(t.lease)})
 		started := map[string]time.Time{}
 		for _, w := range waiters {
 			<-w.started
@@ -281,8 +288,9 @@ func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
 		f.writesPer = append(f.writesPer, float64(req.writes())/float64(n))
 		leaders = waiters
 	}
+	f.count(&lostLeaders, ns)
 	parallel(n, n, func(i int) error { leaders[i].stop(); return nil }, b.t)
-	f.gaveUp, f.grants = int(lostLeaders.Load()-lostBefore), n*(runs+1)
+	f.grants = n * (runs + 1)
 	return f
 }
 
@@ -302,6 +310,37 @@ func (b *bench) clientgoSteadyState(ns string, n int, t timings) {
 		fmt.Sprintf("%.1f (%.1f writes)", per(leaders.total(), n)/window.Minutes(), per(leaders.writes(), n)/window.Minutes()), "")
 	b.add(fmt.Sprintf("client-go %v: requests per waiting candidate per minute (%d waiting)", t, n), "0 (pods wait gated; see above)",
 		fmt.Sprintf("%.1f", per(waiters.total(), n)/window.Minutes()), "")
+}
+
+// stretch is a span of time.
+type stretch struct{ from, to time.Time }
+
+// count sets gaveUp and gaveUpInFailover from l, once the last failover's stretch is
+// over (a holder gives up within a lease of its last renewal).
+func (f *failover) count(l *losses, ns string) {
+	if k := len(f.failovers); k > 0 {
+		time.Sleep(time.Until(f.failovers[k-1].to))
+	}
+	f.gaveUp = l.in(ns)
+	for _, s := range f.failovers {
+		f.gaveUpInFailover += l.between(ns, s.from, s.to)
+	}
+}
+
+// stopped keeps the transitions of the failover that began at stoppedAt: a Lease that
+// named its next holder before then had lost the old one on its own (it gave up under
+// load) and is no part of it — its old lease ended long before, and would stretch the
+// failover back to it.
+func (b *bench) stopped(ns string, run int, ts []transition, stoppedAt time.Time) []transition {
+	kept := namedSince(ts, stoppedAt)
+	if early := len(ts) - len(kept); early > 0 {
+		b.t.Logf("%s run %d: %d of %d Leases named their next holder before the stop (the old one had given up); left out of the failover's times",
+			ns, run, early, len(ts))
+	}
+	if len(kept) == 0 {
+		b.t.Fatalf("%s run %d: every Lease named its next holder before the stop: nothing to time", ns, run)
+	}
+	return kept
 }
 
 func (f *failover) add(ts []transition) {
@@ -470,7 +509,7 @@ func (b *bench) scale(n, waiting int, d time.Duration) {
 	took := latest(ts).Sub(start)
 	b.add(fmt.Sprintf("%d FencedLeases (lease %v), %d pods each: all granted after", n, d, waiting+1), ms(took), "—", "")
 	b.add(fmt.Sprintf("holders that gave up on their own deadline while %d were granted", n),
-		fmt.Sprintf("%d of %d", b.holders.gaveUpIn(ns), n), "—", "")
+		fmt.Sprintf("%d of %d", b.holders.gaveUp.in(ns), n), "—", "")
 	time.Sleep(d) // every holder has renewed a few times; the operator has recorded it
 	from, renewed := time.Now(), b.holders.renewalsIn(ns)
 	time.Sleep(d)

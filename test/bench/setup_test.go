@@ -119,6 +119,7 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	}
 	b.pprof = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	args := []string{"--leader-elect=false", "--webhook=false", "--health-probe-bind-address=0", "--pprof-bind-address=" + b.pprof}
+	args = append(args, strings.Fields(*operatorArgs)...)
 	if *apf {
 		b.op = testenv.StartManagerAs(t, env, testenv.BuildOperator(t, dir), dir, operatorUser,
 			testenv.OperatorUser, testenv.OperatorGroups, args...)
