@@ -25,8 +25,8 @@ import (
 // reconciles in flight to keep the API server busy through a mass failover, few enough
 // that holders' renewals still get through it. At 64, 1,000 failovers at once took so
 // much of the benchmark's server that renewals outran their deadline, and every lost
-// holder was one more failover; at 16 far fewer were lost, and new grants went faster
-// (docs/performance.md, "Sixteen reconciles at once").
+// holder was one more failover; at 16 fewer were lost on average, and new grants went
+// faster (docs/performance.md, "Sixteen reconciles at once").
 const DefaultConcurrency = 16
 
 // Options are what the controller is built from. Setup refuses a missing one.
