@@ -41,14 +41,3 @@ func (l *losses) between(ns string, from, to time.Time) int {
 	}
 	return n
 }
-
-// namedSince keeps the transitions that named their holder at or after from.
-func namedSince(ts []transition, from time.Time) []transition {
-	kept := make([]transition, 0, len(ts))
-	for _, t := range ts {
-		if !t.at.Before(from) {
-			kept = append(kept, t)
-		}
-	}
-	return kept
-}

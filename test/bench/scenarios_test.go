@@ -100,8 +100,7 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 			b.holders.stop(ns, h)
 		}
 		ts := b.stopped(ns, r, b.await(keyed(ns, leases, next), 10*time.Minute), stoppedAt)
-		f.add(ts)
-		f.failovers = append(f.failovers, stretch{stoppedAt, latest(ts).Add(d)})
+		f.add(ts, stoppedAt, d)
 		first := firstLeaseEnd(ts)
 		if missing := b.awaitConfirmed(ns, next, 2*time.Minute); len(missing) > 0 {
 			b.t.Logf("%s run %d: %d next holders named on their Lease never confirmed (gave up or revoked first), e.g. %s; left out of the time to work",
@@ -190,7 +189,7 @@ func (b *bench) warmFailover(n int, d time.Duration, runs int) failover {
 			b.warm.stop(ns, h)
 		}
 		ts := b.stopped(ns, r, b.await(keyed(ns, leases, next), 10*time.Minute), stoppedAt)
-		f.add(ts)
+		f.add(ts, stoppedAt, d)
 		awaitWorking(next)
 		for _, t := range ts {
 			f.work = append(f.work, b.warm.startedAt(ns, t.to).Sub(t.lastRenew.Add(t.duration)))
@@ -274,8 +273,7 @@ func (b *bench) clientgoFailover(n int, t timings, runs int) failover {
 			want[ns+"/"+l] = waiters[i].identity
 		}
 		ts := b.stopped(ns, r, b.await(want, 10*time.Minute), stoppedAt)
-		f.add(ts)
-		f.failovers = append(f.failovers, stretch{stoppedAt, latest(ts).Add(t.lease)})
+		f.add(ts, stoppedAt, t.lease)
 		started := map[string]time.Time{}
 		for _, w := range waiters {
 			<-w.started
@@ -343,7 +341,9 @@ func (b *bench) stopped(ns string, run int, ts []transition, stoppedAt time.Time
 	return kept
 }
 
-func (f *failover) add(ts []transition) {
+// add records one run's failover: it began at stoppedAt; its holders' leases are d.
+func (f *failover) add(ts []transition, stoppedAt time.Time, d time.Duration) {
+	f.failovers = append(f.failovers, stretch{stoppedAt, latest(ts).Add(d)})
 	for _, t := range ts {
 		f.overshoot = append(f.overshoot, t.overshoot())
 	}

@@ -26,6 +26,17 @@ func (t transition) overshoot() time.Duration {
 	return t.at.Sub(t.lastRenew.Add(t.duration))
 }
 
+// namedSince keeps the transitions that named their holder at or after from.
+func namedSince(ts []transition, from time.Time) []transition {
+	kept := make([]transition, 0, len(ts))
+	for _, t := range ts {
+		if !t.at.Before(from) {
+			kept = append(kept, t)
+		}
+	}
+	return kept
+}
+
 type leaseView struct {
 	holder    string
 	lastRenew time.Time
