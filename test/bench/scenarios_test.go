@@ -89,13 +89,18 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 	var f failover
 	for r := 1; r <= runs; r++ {
 		next := names(fmt.Sprintf("h%d-", r), n)
+		creating := time.Now()
 		b.createAll(b.pods(ns, next, leases))
+		created := time.Now()
 		time.Sleep(2 * time.Second) // the operator has them in its cache
 		if r == 1 && n > 1 {
 			time.Sleep(8 * time.Second) // and has counted them waiting
 			b.steadyState(ns, n, d)
 		}
 		stoppedAt := time.Now()
+		b.t.Logf("%s run %d: before the stop, %d holders gave up while %d waiting pods were created (%v), %d after",
+			ns, r, b.holders.gaveUp.between(ns, creating, created), n, created.Sub(creating).Round(time.Millisecond),
+			b.holders.gaveUp.between(ns, created, stoppedAt))
 		for _, h := range current {
 			b.holders.stop(ns, h)
 		}

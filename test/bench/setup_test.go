@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -44,6 +42,7 @@ type bench struct {
 	audit                     string
 	leases                    *leaseWatch
 	granted                   *podWatch
+	statuses                  *statusWatch
 	holders                   *holders
 	warm                      *warmWaiters
 	rows                      []row
@@ -111,6 +110,9 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	b.holders = newHolders(ctx, renewalRoundTrips.timed(asWorkloads(b.userConfig("holders"))))
 	b.leases = watchLeases(ctx, observer, b.holders.saw)
 	b.granted = watchPods(ctx, observer)
+	if b.statuses, err = watchStatuses(ctx, b.userConfig("status-observer")); err != nil {
+		t.Fatal(err)
+	}
 	b.warm = runWarmWaiters(ctx, asWorkloads(b.userConfig("warm-waiters")))
 	// The operator's Go runtime keeps its memory under the limit the Deployment gives it.
 	if *memLimit != "" {
@@ -229,23 +231,9 @@ func (b *bench) awaitStatus(ns string, want map[string]string) time.Time {
 	b.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		var fls fencingv1.FencedLeaseList
-		var leases coordinationv1.LeaseList
-		if err := b.admin.List(b.ctx, &fls, client.InNamespace(ns)); err != nil {
+		behind, err := b.statuses.behind(b.ctx, ns, want, b.leases)
+		if err != nil {
 			b.t.Fatal(err)
-		}
-		if err := b.admin.List(b.ctx, &leases, client.InNamespace(ns)); err != nil {
-			b.t.Fatal(err)
-		}
-		byName := make(map[string]*coordinationv1.Lease, len(leases.Items))
-		for i := range leases.Items {
-			byName[leases.Items[i].Name] = &leases.Items[i]
-		}
-		behind := 0
-		for _, fl := range fls.Items {
-			if _, ok := want[ns+"/"+fl.Name]; ok && !statusShowsLease(&fl, byName[fl.Name]) {
-				behind++
-			}
 		}
 		if behind == 0 {
 			return time.Now()
@@ -254,21 +242,8 @@ func (b *bench) awaitStatus(ns string, want map[string]string) time.Time {
 			b.t.Logf("%s: %d FencedLeases' status still behind their Lease after a minute; counting up to now", ns, behind)
 			return time.Now()
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// statusShowsLease: fl's status names the holder and token lease names (or no holder).
-func statusShowsLease(fl *fencingv1.FencedLease, lease *coordinationv1.Lease) bool {
-	if lease == nil {
-		return false
-	}
-	holder := ""
-	if h := fl.Status.Holder; h != nil {
-		holder = h.PodName
-	}
-	return holder == ptr.Deref(lease.Spec.HolderIdentity, "") &&
-		strconv.FormatInt(fl.Status.FencingToken, 10) == lease.Annotations[fencingv1.TokenAnnotation]
 }
 
 // await waits until each Lease names its holder, up to limit.

@@ -53,12 +53,15 @@ type leaseWatch struct {
 	// onLease is told of every Lease the watch sees (the simulated holders start from it:
 	// one watch for both sides, so the operator's Leases cost the server no extra watcher).
 	onLease func(*coordinationv1.Lease)
+	// store holds the Leases as last seen.
+	store cache.Store
 }
 
 func watchLeases(ctx context.Context, cs kubernetes.Interface, onLease func(*coordinationv1.Lease)) *leaseWatch {
 	w := &leaseWatch{views: map[string]*leaseView{}, history: map[string][]transition{}, onLease: onLease}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	inf := factory.Coordination().V1().Leases().Informer()
+	w.store = inf.GetStore()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { w.saw(o.(*coordinationv1.Lease)) },
 		UpdateFunc: func(_, o any) { w.saw(o.(*coordinationv1.Lease)) },
