@@ -56,15 +56,6 @@ func (s *statusWatch) behind(ctx context.Context, ns string, want map[string]str
 	return n, nil
 }
 
-// lease is the Lease key as the watch last saw it; nil if never.
-func (w *leaseWatch) lease(key string) *coordinationv1.Lease {
-	o, ok, err := w.store.GetByKey(key)
-	if err != nil || !ok {
-		return nil
-	}
-	return o.(*coordinationv1.Lease)
-}
-
 // statusShowsLease: fl's status names the holder and token lease names (or no holder).
 func statusShowsLease(fl *fencingv1.FencedLease, lease *coordinationv1.Lease) bool {
 	if lease == nil {

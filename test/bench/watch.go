@@ -130,6 +130,15 @@ func (w *leaseWatch) holderOf(key string) string {
 	return ""
 }
 
+// lease is the Lease key as the watch last saw it; nil if never.
+func (w *leaseWatch) lease(key string) *coordinationv1.Lease {
+	o, ok, err := w.store.GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	return o.(*coordinationv1.Lease)
+}
+
 // lastTransitionTo returns the transition that named holder on Lease key.
 func (w *leaseWatch) lastTransitionTo(key, holder string) (transition, bool) {
 	w.mu.Lock()
