@@ -146,6 +146,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		d = decide(w)
 	}
+	if !settled(fl, d) {
+		// Its renewals queue passes again, as any event does (renewals.go).
+		r.tracker.unsettle(req.NamespacedName)
+	}
 	ours := !d.foreignLease
 	handsOver := false
 	if d.leaseFirst() && ours {
@@ -202,7 +206,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Only the status write is left, and it waits (G4, X4): follow-up work.
 		return ctrl.Result{RequeueAfter: d.requeueAfter, Priority: ptr.To(followUpPriority)}, nil
 	}
+	if h := d.status.Holder; settled(fl, d) {
+		r.tracker.settle(req.NamespacedName, h.PodUID, h.Token)
+	}
 	return ctrl.Result{RequeueAfter: d.requeueAfter, Priority: ptr.To(normalPriority)}, nil
+}
+
+// settled is true when the pass keeps the grant with nothing of it left waiting for a
+// renewal: the status records its first renewal, no hand-off was asked, no revocation is
+// requested, the FencedLease is not being deleted; so only its expiry is due, on the timer
+// this pass sets (keepRule), and its renewals need queue no pass (renewals.go).
+func settled(fl *fencingv1.FencedLease, d decision) bool {
+	h := d.status.Holder
+	return h != nil && d.end != nil && d.end.kind == keep && d.grant == nil && d.statusWait == 0 && d.requeueAfter > 0 &&
+		h.FirstRenewTime != nil && h.Handoff == nil && fl.DeletionTimestamp == nil && !revokeRequested(fl, h)
 }
 
 // executedOnLease follows a Lease cleared (or handed over) before the status write (X3,

@@ -76,7 +76,13 @@
 //	    (firstRenewTime): from there the grant runs on its lease duration, before it on
 //	    its startup deadline. A renewal alone costs no status write; the first renewal
 //	    of a hand-over or of a grant on an idle FencedLease shares its status write (X4,
-//	    G4).
+//	    G4). Once a pass has kept a grant whose first renewal the status records, with
+//	    no hand-off, revocation or deletion under way (settled), its renewals are
+//	    observed as their Lease events arrive and queue no pass (renewals.go): the pass
+//	    its expiry timer brings judges it on them. So a renewal costs no reconcile, and a
+//	    long queue delays no observation. An observation made when the event arrives is
+//	    never earlier than the renewal's write; a pass that decides on a Lease read before
+//	    a renewal meanwhile recorded writes with that read's version, which fails (X3).
 //
 // Release (releasedRule) — a grant ended without fault:
 //
@@ -198,8 +204,8 @@
 //	    pass, the status write's wait, and the passes that only see a version this
 //	    controller's own write produced come back (ownWrites.echo) are queued at the
 //	    follow-up priority, behind every FencedLease at the normal one — judgments,
-//	    revocations, hand-overs, grants — and any other event (a renewal, a user's change)
-//	    raises them to normal. So under a mass failover or a burst of new FencedLeases
+//	    revocations, hand-overs, grants — and any other event (a renewal that is not a
+//	    settled grant's, R2; a user's change) raises them to normal. So under a mass failover or a burst of new FencedLeases
 //	    every due Lease moves before any FencedLease spends writes that no holder waits
 //	    for; the writes are the same in number and order per FencedLease (Lease,
 //	    demotions, the holder's patch, the deletion, the status). A follow-up waits only

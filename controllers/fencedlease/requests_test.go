@@ -10,6 +10,7 @@ import (
 
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -124,7 +125,69 @@ var _ = Describe("Requests per renewal (issue 10)", func() {
 		Expect(seen).To(BeEmpty(), "no request at all while only renewals happen (status %s)", status)
 		Expect(getFL(ns, "invoices").Status.Holder.PodName).To(Equal("a"))
 	})
+
+	// R2: once the status records the first renewal, a renewal is observed as its Lease
+	// event arrives and queues no reconcile; the pass the expiry timer brings judges the
+	// grant on that observation, so the revocation still counts from the last renewal.
+	It("reconciles a settled grant about once a lease, not once a renewal, and still revokes a lease after the last renewal", func() {
+		ns := newNamespace()
+		startController(ns, controllerOpts{id: "observer"})
+		const duration = 2 * time.Second
+		createFL(ns, "invoices", 2, fencingv1.DeletePodPolicy)
+		createPod(ns, "a", "invoices")
+		createPod(ns, "b", "invoices")
+		expectHolder(ns, "invoices", "a", 1)
+		renew(ns, "invoices")
+		Eventually(func() bool { return getFL(ns, "invoices").Status.Holder.FirstRenewTime != nil }).
+			WithTimeout(10*time.Second).WithPolling(20*time.Millisecond).Should(BeTrue(), "the first renewal recorded")
+		time.Sleep(500 * time.Millisecond) // the pass that recorded it, and its echo's, are over
+
+		const window, interval = 3 * time.Second, 100 * time.Millisecond
+		before := reconcilesDone()
+		stopRenewing := keepRenewing(ns, "invoices", interval)
+		time.Sleep(window)
+		stopRenewing()
+		lastRenew := renew(ns, "invoices")
+		passes := reconcilesDone() - before
+		renewals := int(window / interval)
+		GinkgoWriter.Printf("%d renewals: %d reconciles\n", renewals, passes)
+		// About one pass per lease duration (its expiry timer); a pass per renewal was 30.
+		Expect(passes).To(BeNumerically("<=", renewals/4), "reconciles while a settled grant renews")
+
+		fl := expectHolder(ns, "invoices", "b", 2)
+		late := fl.Status.LastRevocation.Time.Sub(lastRenew)
+		GinkgoWriter.Printf("last renewal → revocation: %v (duration %v)\n", late, duration)
+		Expect(fl.Status.LastRevocation.Reason).To(Equal(fencingv1.ReasonLeaseExpired))
+		Expect(late).To(BeNumerically(">=", duration), "revoked before the lease had run out from the last renewal")
+		Expect(late).To(BeNumerically("<", duration+time.Second), "the last renewals were not counted when they arrived")
+	})
 })
+
+// reconcilesDone is how many reconciles of the FencedLease controller this test process
+// has finished without error, from controller-runtime's metrics (one manager runs at a
+// time here; it also hears of pods in other specs' namespaces, which it fails to reconcile
+// as outside its cache: those are left out).
+func reconcilesDone() int {
+	GinkgoHelper()
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	n := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["controller"] == "fencedlease" && labels["result"] != "error" {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return int(n)
+}
 
 // writes are the counted requests that change something, events apart.
 func writes(seen map[string]int) (objects, events map[string]int) {

@@ -137,7 +137,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// to the Lease and the pods. Watched rather than For, which has no say in the
 		// priority of its events.
 		Watches(&fencingv1.FencedLease{}, echoes(&handler.EnqueueRequestForObject{}), builder.WithPredicates(r.notStatusOnly())).
-		Watches(&coordinationv1.Lease{}, echoes(handler.EnqueueRequestsFromMapFunc(byLabel))).
+		// A settled grant's renewal is observed as it arrives and queues nothing (renewals.go).
+		Watches(&coordinationv1.Lease{}, observeRenewals{echoes(handler.EnqueueRequestsFromMapFunc(byLabel)), r.tracker}).
 		WatchesRawSource(pods.source(echoes(handler.EnqueueRequestsFromMapFunc(byLabel)))).
 		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
 		Named("fencedlease").

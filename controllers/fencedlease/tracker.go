@@ -44,6 +44,9 @@ type renewal struct {
 	// seenRenewing: observedAt is a renewal this process saw happen, not its first look
 	// at the grant.
 	seenRenewing bool
+	// settled: the last pass kept the grant with nothing of it waiting for a renewal, so
+	// a renewal is observed as its Lease event arrives and queues no pass (renewals.go).
+	settled bool
 	// handoffSince is when this process first saw the grant asked to hand off; zero before.
 	handoffSince time.Time
 	// revoking is the revocation this process decided and began on the Lease (X3) for
@@ -104,6 +107,48 @@ func (t *renewalTracker) observe(key types.NamespacedName, uid types.UID, token 
 	}
 	t.seen[key] = last
 	return last
+}
+
+// settle records that the pass which just ended kept grant (uid, token) settled.
+func (t *renewalTracker) settle(key types.NamespacedName, uid types.UID, token int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, ok := t.seen[key]; ok && last.uid == uid && last.token == token {
+		last.settled = true
+		t.seen[key] = last
+	}
+}
+
+// unsettle: a pass decided something other than keeping a settled grant; from now on
+// every renewal queues a pass, as any event does, until a pass settles the grant again.
+func (t *renewalTracker) unsettle(key types.NamespacedName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, ok := t.seen[key]; ok && last.settled {
+		last.settled = false
+		t.seen[key] = last
+	}
+}
+
+// renewedOnEvent records renewTime, which a Lease event brought, as a renewal of grant
+// (uid, token) seen now, and is true, when that grant is settled: nothing but its expiry
+// is waiting, and the pass its expiry timer brings judges it on this observation. False,
+// recording nothing, for any other grant: the event then queues a pass, which observes.
+func (t *renewalTracker) renewedOnEvent(key types.NamespacedName, uid types.UID, token int64, renewTime *metav1.MicroTime) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last, ok := t.seen[key]
+	if !ok || last.uid != uid || last.token != token || !last.settled ||
+		last.revoking.reason != "" || !last.handoffSince.IsZero() || renewTime == nil {
+		return false
+	}
+	if !renewTime.Equal(last.renewTime) {
+		last.renewTime = renewTime
+		last.observedAt = t.clock.Now()
+		last.seenRenewing = true
+		t.seen[key] = last
+	}
+	return true
 }
 
 // handoffStarted returns when this process asked grant (uid, token) to hand off, or

@@ -229,7 +229,13 @@ func (b *bench) awaitConfirmed(ns string, names []string, limit time.Duration) [
 // moving on) that may take a while; after a minute it logs how many lag, and returns.
 func (b *bench) awaitStatus(ns string, want map[string]string) time.Time {
 	b.t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	return b.awaitStatusWithin(ns, want, time.Minute)
+}
+
+// awaitStatusWithin is awaitStatus waiting up to limit.
+func (b *bench) awaitStatusWithin(ns string, want map[string]string, limit time.Duration) time.Time {
+	b.t.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		behind, err := b.statuses.behind(b.ctx, ns, want, b.leases)
 		if err != nil {
@@ -239,7 +245,7 @@ func (b *bench) awaitStatus(ns string, want map[string]string) time.Time {
 			return time.Now()
 		}
 		if time.Now().After(deadline) {
-			b.t.Logf("%s: %d FencedLeases' status still behind their Lease after a minute; counting up to now", ns, behind)
+			b.t.Logf("%s: %d FencedLeases' status still behind their Lease after %v; counting up to now", ns, behind, limit)
 			return time.Now()
 		}
 		time.Sleep(100 * time.Millisecond)
