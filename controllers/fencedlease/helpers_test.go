@@ -163,32 +163,46 @@ func deletePod(ns, name string) {
 // series whose labels include want.
 func metric(reg *prometheus.Registry, name string, want map[string]string) float64 {
 	GinkgoHelper()
-	families, err := reg.Gather()
+	found := 0.0
+	eachSeries(reg, name, func(have map[string]string, value float64) bool {
+		for k, v := range want {
+			if have[k] != v {
+				return true
+			}
+		}
+		found = value
+		return false
+	})
+	return found
+}
+
+// eachSeries calls fn with the labels and value of each series of metric name in g (a
+// histogram's value is its sample count), until fn returns false.
+func eachSeries(g prometheus.Gatherer, name string, fn func(labels map[string]string, value float64) bool) {
+	GinkgoHelper()
+	families, err := g.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
-	series:
 		for _, m := range f.GetMetric() {
-			have := map[string]string{}
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
+				labels[l.GetName()] = l.GetValue()
 			}
-			for k, v := range want {
-				if have[k] != v {
-					continue series
-				}
-			}
+			value := 0.0
 			switch {
 			case m.Counter != nil:
-				return m.Counter.GetValue()
+				value = m.Counter.GetValue()
 			case m.Gauge != nil:
-				return m.Gauge.GetValue()
+				value = m.Gauge.GetValue()
 			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
+				value = float64(m.Histogram.GetSampleCount())
+			}
+			if !fn(labels, value) {
+				return
 			}
 		}
 	}
-	return 0
 }
