@@ -146,7 +146,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		d = decide(w)
 	}
-	if !settled(fl, d) {
+	keeps := settled(fl, d)
+	if !keeps {
 		// Its renewals queue passes again, as any event does (renewals.go).
 		r.tracker.unsettle(req.NamespacedName)
 	}
@@ -206,7 +207,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Only the status write is left, and it waits (G4, X4): follow-up work.
 		return ctrl.Result{RequeueAfter: d.requeueAfter, Priority: ptr.To(followUpPriority)}, nil
 	}
-	if h := d.status.Holder; settled(fl, d) {
+	if h := d.status.Holder; keeps {
 		r.tracker.settle(req.NamespacedName, h.PodUID, h.Token)
 	}
 	return ctrl.Result{RequeueAfter: d.requeueAfter, Priority: ptr.To(normalPriority)}, nil
