@@ -140,7 +140,11 @@ var _ = Describe("Requests per renewal (issue 10)", func() {
 		renew(ns, "invoices")
 		Eventually(func() bool { return getFL(ns, "invoices").Status.Holder.FirstRenewTime != nil }).
 			WithTimeout(10*time.Second).WithPolling(20*time.Millisecond).Should(BeTrue(), "the first renewal recorded")
-		time.Sleep(500 * time.Millisecond) // the pass that recorded it, and its echo's, are over
+		// The pass that recorded it, and its echo's, are over: no reconcile for 300 ms.
+		Eventually(func(g Gomega) {
+			n := reconcilesDone()
+			g.Consistently(reconcilesDone).WithTimeout(300 * time.Millisecond).WithPolling(50 * time.Millisecond).Should(Equal(n))
+		}).WithTimeout(timeout).Should(Succeed())
 
 		const window, interval = 3 * time.Second, 100 * time.Millisecond
 		before := reconcilesDone()
