@@ -124,7 +124,7 @@ chaos: envtest ## The long fault-injection run: two operator replicas, holders w
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: envtest ## Measure the operator against client-go leader election on one control plane (~40 min); prints the table of docs/performance.md. BENCH_FLAGS='-bench.scale=0 -bench.runs=5' to change.
+bench: envtest ## Measure the operator against client-go leader election on one control plane (40–60 min); prints the table of docs/performance.md. BENCH_FLAGS='-bench.scale=0 -bench.runs=5' to change.
 	go test -count=1 -timeout 85m ./test/bench -run TestBench -v -args -bench.enable $(BENCH_FLAGS)
 
 ##@ Build and run
