@@ -17,6 +17,7 @@ var (
 	scaleN        = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
 	waiting       = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
 	only          = flag.String("bench.only", "grant,handoff,single,work,mass,burst,scale", "The measurements to run, comma-separated.")
+	apiserverProf = flag.String("bench.apiserver-profile", "", "Where to save a CPU profile of the API server taken in the scale run's status catch-up (120 s, from a minute after the last grant), when holders' renewals take longest; its top is logged. Empty: none.")
 	heapProf      = flag.String("bench.heap-profile", "", "Where to save the operator's heap profile at the end of the scale run (go tool pprof reads it); its top is logged. Empty: none.")
 	finalizerHook = flag.Bool("bench.finalizer-webhook", true, "Serve the FencedLease webhook, as the operator does in a cluster (new FencedLeases come with its finalizer); false measures the operator writing the finalizer itself.")
 	apf           = flag.Bool("bench.apf", false, "Run the holders, client-go's candidates and the operator as service accounts (one per lock for the first two) under the shipped API Priority and Fairness objects, as in a cluster; false runs every side as system:masters, which APF exempts.")
@@ -106,6 +107,14 @@ func (b *bench) massFailover(n int, t timings, rates floors) {
 	b.add(fmt.Sprintf("%s: first lease end → last next holder named (floor: %d×4 writes of the operator's mix)", what, n),
 		op.span.summary(), fmt.Sprintf("client-go %s; floor %s", cg.span.summary(), ms(floor)),
 		fmt.Sprintf("%s of client-go, %s of the floor (p50)", ratio(op.span.quantile(0.5), cg.span.quantile(0.5)), ratio(op.span.quantile(0.5), floor)))
+	// The span above starts at the first old lease's end, and those ends lie a renew
+	// interval apart: a third of the lease for a holder, client-go's retry period for a
+	// leader. Counted from the stop, both sides start at the same moment.
+	b.add(what+": the stop → last next holder named (the same moment on both sides)",
+		op.fromStop.summary(), "client-go "+cg.fromStop.summary(),
+		ratio(op.fromStop.quantile(0.5), cg.fromStop.quantile(0.5))+" of client-go (p50)")
+	b.add(what+": the old leases' ends, first → last (a renew interval: the holders' D/3, client-go's retry period)",
+		op.endSpread.summary(), "client-go "+cg.endSpread.summary(), "")
 	if len(op.ungated) > 0 {
 		b.add(what+": first lease end → last next holder's pod granted on the pod (token, no gate: when a Cold pod could start)",
 			op.ungated.summary(), "—", "")

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"time"
@@ -15,9 +17,19 @@ import (
 type leaseWriteTimes struct {
 	mu sync.Mutex
 	by map[string]sample
+	// trips keeps each write's start and times, by namespace, for the timeline.
+	trips map[string][]trip
 }
 
-var renewalRoundTrips = &leaseWriteTimes{by: map[string]sample{}}
+// trip is one Lease write: when it was sent, how long it waited on this side for a
+// connection (a new one dialed when every open one carries its 100 streams), and its
+// whole round trip.
+type trip struct {
+	at          time.Time
+	connWait, d time.Duration
+}
+
+var renewalRoundTrips = &leaseWriteTimes{by: map[string]sample{}, trips: map[string][]trip{}}
 
 // timed returns cfg with its Lease writes timed.
 func (w *leaseWriteTimes) timed(cfg *rest.Config) *rest.Config {
@@ -32,7 +44,33 @@ func (w *leaseWriteTimes) take(ns string) sample {
 	defer w.mu.Unlock()
 	s := w.by[ns]
 	delete(w.by, ns)
+	delete(w.trips, ns)
 	return s
+}
+
+// timeline returns ns's round trips sent in each window of width step from start to end,
+// one line per window: the writes sent, their round trip p50/p99/max, and of it the p99
+// and max of the wait for a connection, then what also(window) says; and forgets them.
+func (w *leaseWriteTimes) timeline(ns string, start, end time.Time, step time.Duration, also func(from, to time.Time) string) []string {
+	w.mu.Lock()
+	trips := w.trips[ns]
+	delete(w.trips, ns)
+	delete(w.by, ns)
+	w.mu.Unlock()
+	var out []string
+	for from := start; from.Before(end); from = from.Add(step) {
+		var d, wait sample
+		for _, t := range trips {
+			if !t.at.Before(from) && t.at.Before(from.Add(step)) {
+				d, wait = append(d, t.d), append(wait, t.connWait)
+			}
+		}
+		out = append(out, fmt.Sprintf("+%v: %d sent, round trip %v / %v / max %v; waiting for a connection p99 %v, max %v; %s",
+			from.Sub(start).Round(time.Second), len(d), d.quantile(0.5).Round(time.Millisecond),
+			d.quantile(0.99).Round(time.Millisecond), d.quantile(1).Round(time.Millisecond),
+			wait.quantile(0.99).Round(time.Millisecond), wait.quantile(1).Round(time.Millisecond), also(from, from.Add(step))))
+	}
+	return out
 }
 
 type leaseWriteTimer struct {
@@ -41,14 +79,25 @@ type leaseWriteTimer struct {
 }
 
 func (t leaseWriteTimer) RoundTrip(r *http.Request) (*http.Response, error) {
-	start := time.Now()
-	resp, err := t.rt.RoundTrip(r)
 	// /apis/coordination.k8s.io/v1/namespaces/<ns>/leases/<name>
 	parts := strings.Split(r.URL.Path, "/")
-	if (r.Method == http.MethodPut || r.Method == http.MethodPatch) && len(parts) == 8 && parts[6] == "leases" {
-		t.w.mu.Lock()
-		t.w.by[parts[5]] = append(t.w.by[parts[5]], time.Since(start))
-		t.w.mu.Unlock()
+	if !(r.Method == http.MethodPut || r.Method == http.MethodPatch) || len(parts) != 8 || parts[6] != "leases" {
+		return t.rt.RoundTrip(r)
 	}
+	start := time.Now()
+	var gotConn time.Time
+	var once sync.Once
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { once.Do(func() { gotConn = time.Now() }) }}
+	resp, err := t.rt.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+	d := time.Since(start)
+	var wait time.Duration
+	once.Do(func() {}) // a GotConn after this is too late to count
+	if !gotConn.IsZero() {
+		wait = gotConn.Sub(start)
+	}
+	t.w.mu.Lock()
+	t.w.by[parts[5]] = append(t.w.by[parts[5]], d)
+	t.w.trips[parts[5]] = append(t.w.trips[parts[5]], trip{at: start, connWait: wait, d: d})
+	t.w.mu.Unlock()
 	return resp, err
 }

@@ -53,6 +53,10 @@ type failover struct {
 	// span runs from the first lease's end to the last next holder named; ungated to the
 	// last next holder's pod granted on the pod (when a Cold pod could start).
 	span, ungated sample
+	// fromStop runs from the stop, the same moment on both sides, to the last next holder
+	// named; endSpread from the first old lease's end to the last's — a renew interval
+	// wide, as the stop finds each holder somewhere between two renewals.
+	fromStop, endSpread sample
 	// writesPer is the operator's writes (or client-go's) per failover.
 	writesPer []float64
 	// gaveUp is how many holders (leaders) ended on their own deadline, of grants, in the
@@ -352,18 +356,32 @@ func (f *failover) add(ts []transition, stoppedAt time.Time, d time.Duration) {
 	for _, t := range ts {
 		f.overshoot = append(f.overshoot, t.overshoot())
 	}
-	f.span = append(f.span, latest(ts).Sub(firstLeaseEnd(ts)))
+	first, last := leaseEnds(ts)
+	f.span = append(f.span, latest(ts).Sub(first))
+	f.endSpread = append(f.endSpread, last.Sub(first))
+	f.fromStop = append(f.fromStop, latest(ts).Sub(stoppedAt))
 }
 
 // firstLeaseEnd is the earliest moment any of the old holders' leases could end.
 func firstLeaseEnd(ts []transition) time.Time {
-	first := ts[0].lastRenew.Add(ts[0].duration)
+	first, _ := leaseEnds(ts)
+	return first
+}
+
+// leaseEnds are the earliest and the latest moment the old holders' leases could end.
+func leaseEnds(ts []transition) (first, last time.Time) {
+	first = ts[0].lastRenew.Add(ts[0].duration)
+	last = first
 	for _, t := range ts {
-		if end := t.lastRenew.Add(t.duration); end.Before(first) {
+		end := t.lastRenew.Add(t.duration)
+		if end.Before(first) {
 			first = end
 		}
+		if end.After(last) {
+			last = end
+		}
 	}
-	return first
+	return first, last
 }
 
 // handoff times release → next holder named, runs times, for the operator and client-go.
@@ -512,6 +530,7 @@ func (b *bench) scale(n, waiting int, d time.Duration) {
 	b.createAll(fls)
 	ts := b.await(keyed(ns, leases, make([]string, n)), 30*time.Minute)
 	took := latest(ts).Sub(start)
+	defer b.profileAPIServer(time.Minute, 120)()
 	b.add(fmt.Sprintf("%d FencedLeases (lease %v), %d pods each: all granted after", n, d, waiting+1), ms(took), "—", "")
 	lostGranting := b.holders.gaveUp.in(ns)
 	b.add(fmt.Sprintf("holders that gave up on their own deadline while %d were granted", n),
@@ -531,6 +550,13 @@ func (b *bench) scale(n, waiting int, d time.Duration) {
 		fmt.Sprintf("%d; %d", lostBefore-lostGranting, b.holders.gaveUp.in(ns)-lostBefore), "—", "")
 	b.add(fmt.Sprintf("operator requests per renewal at %d (%d renewals in %v, a lease after the last status write)", n, renewals, d),
 		fmt.Sprintf("%.3f (%s)", per(req.total(), renewals), breakdown(req, renewals)), "—", "")
+	// Where a holder's time went when it gave up: on this side, waiting for a connection,
+	// or in the API server.
+	for _, line := range renewalRoundTrips.timeline(ns, start, time.Now(), 30*time.Second, func(from, to time.Time) string {
+		return fmt.Sprintf("%d holders gave up", b.holders.gaveUp.between(ns, from, to))
+	}) {
+		b.t.Logf("scale: renewals sent %s", line)
+	}
 	size, series := b.metricsSize()
 	b.add(fmt.Sprintf("operator RSS with %d FencedLeases and %d pods", n, n*(waiting+1)), b.rss(), "—", "")
 	b.add(fmt.Sprintf("/metrics at %d FencedLeases", n), fmt.Sprintf("%.2f MB, %d series", float64(size)/1e6, series), "—", "")
