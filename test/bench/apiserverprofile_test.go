@@ -3,10 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -35,31 +31,10 @@ func (b *bench) profileAPIServer(after time.Duration, seconds int) (wait func())
 		}
 		ctx, cancel := context.WithTimeout(b.ctx, time.Duration(seconds)*time.Second+time.Minute)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		top, err := saveProfile(ctx, hc, url, *apiserverProf, "-nodecount=40")
 		if err != nil {
 			b.t.Logf("API server profile: %v", err)
 			return
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			b.t.Logf("API server profile: %v", err)
-			return
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("%s: %s", resp.Status, raw)
-		}
-		if err == nil {
-			err = os.WriteFile(*apiserverProf, raw, 0o600)
-		}
-		if err != nil {
-			b.t.Logf("API server profile: %v", err)
-			return
-		}
-		top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", *apiserverProf).CombinedOutput()
-		if err != nil {
-			b.t.Logf("go tool pprof: %v", err)
 		}
 		b.t.Logf("API server CPU, %d s from %v after the last grant (%s):\n%s", seconds, after, *apiserverProf, top)
 	}()

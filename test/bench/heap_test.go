@@ -2,10 +2,7 @@ package bench
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"time"
 )
 
@@ -17,28 +14,10 @@ func (b *bench) saveHeapProfile() {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.pprof+"/debug/pprof/heap?gc=1", nil)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	top, err := saveProfile(ctx, http.DefaultClient, "http://"+b.pprof+"/debug/pprof/heap?gc=1", *heapProf, "-sample_index=inuse_space")
 	if err != nil {
 		b.t.Errorf("heap profile: %v", err)
 		return
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.t.Errorf("heap profile: %v", err)
-		return
-	}
-	if err := os.WriteFile(*heapProf, raw, 0o600); err != nil {
-		b.t.Errorf("heap profile: %v", err)
-		return
-	}
-	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-sample_index=inuse_space", *heapProf).CombinedOutput()
-	if err != nil {
-		b.t.Logf("go tool pprof: %v", err)
 	}
 	b.t.Logf("operator heap (%s):\n%s", *heapProf, top)
 }

@@ -16,8 +16,7 @@ import (
 // holds on a loaded server.
 type leaseWriteTimes struct {
 	mu sync.Mutex
-	by map[string]sample
-	// trips keeps each write's start and times, by namespace, for the timeline.
+	// trips keeps each write's start and times, by namespace.
 	trips map[string][]trip
 }
 
@@ -29,7 +28,7 @@ type trip struct {
 	connWait, d time.Duration
 }
 
-var renewalRoundTrips = &leaseWriteTimes{by: map[string]sample{}, trips: map[string][]trip{}}
+var renewalRoundTrips = &leaseWriteTimes{trips: map[string][]trip{}}
 
 // timed returns cfg with its Lease writes timed.
 func (w *leaseWriteTimes) timed(cfg *rest.Config) *rest.Config {
@@ -42,8 +41,10 @@ func (w *leaseWriteTimes) timed(cfg *rest.Config) *rest.Config {
 func (w *leaseWriteTimes) take(ns string) sample {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := w.by[ns]
-	delete(w.by, ns)
+	var s sample
+	for _, t := range w.trips[ns] {
+		s = append(s, t.d)
+	}
 	delete(w.trips, ns)
 	return s
 }
@@ -55,7 +56,6 @@ func (w *leaseWriteTimes) timeline(ns string, start, end time.Time, step time.Du
 	w.mu.Lock()
 	trips := w.trips[ns]
 	delete(w.trips, ns)
-	delete(w.by, ns)
 	w.mu.Unlock()
 	var out []string
 	for from := start; from.Before(end); from = from.Add(step) {
@@ -96,7 +96,6 @@ func (t leaseWriteTimer) RoundTrip(r *http.Request) (*http.Response, error) {
 		wait = gotConn.Sub(start)
 	}
 	t.w.mu.Lock()
-	t.w.by[parts[5]] = append(t.w.by[parts[5]], d)
 	t.w.trips[parts[5]] = append(t.w.trips[parts[5]], trip{at: start, connWait: wait, d: d})
 	t.w.mu.Unlock()
 	return resp, err

@@ -20,7 +20,7 @@ func TestLeaseWriteTimelinePutsEachWriteInItsWindow(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	w := &leaseWriteTimes{by: map[string]sample{}, trips: map[string][]trip{}}
+	w := &leaseWriteTimes{trips: map[string][]trip{}}
 	hc, err := rest.HTTPClientFor(w.timed(&rest.Config{Host: srv.URL}))
 	if err != nil {
 		t.Fatal(err)
