@@ -8,9 +8,11 @@
 # (only the Go module proxy), it builds them from Go modules instead (kube-apiserver takes
 # ~10 min cold on 2 cores). kube-scheduler and kube-controller-manager are always built (no
 # prebuilt envtest binaries exist for them), as one multi-call binary with a link per
-# command, as is kwok. It says which it did. A binary already present is kept, so a warm
-# run costs nothing. ENVTEST_DOWNLOAD=0 skips the download; ENVTEST_INDEX names another
-# setup-envtest index.
+# command; kwok from the same module, so it reuses the Kubernetes packages kube's build
+# compiled. That module has the operator's versions of the modules they share (align.sh),
+# so the tests' own builds of the operator and the plugin reuse them too. It says which it
+# did. A binary already present is kept, so a warm run costs nothing. ENVTEST_DOWNLOAD=0
+# skips the download; ENVTEST_INDEX names another setup-envtest index.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -73,7 +75,7 @@ fi
 for cmd in kube-scheduler kube-controller-manager; do
   ln -sfn "$nodes" "$out/$cmd"
 done
-build kwok kwok sigs.k8s.io/kwok/cmd/kwok
+build kwok kubernetes sigs.k8s.io/kwok/cmd/kwok
 # The servers of the S3 and Kafka fences' tests: versitygw (S3) and franz-go's kfake, run
 # as a broker process of its own by hack/envtest/kfake (no Kafka broker can be installed here).
 build versitygw versitygw github.com/versity/versitygw/cmd/versitygw

@@ -19,11 +19,7 @@ func TestDemo(t *testing.T) {
 	}
 	bin := t.TempDir()
 	for _, prog := range []string{"demo", "invoice-scheduler"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, prog), "./cmd/"+prog)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building %s: %v\n%s", prog, err, out)
-		}
+		testenv.Build(t, bin, prog, "./cmd/"+prog)
 	}
 	for _, ledger := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(ledger, func(t *testing.T) {

@@ -108,9 +108,7 @@ func TestAgentImage(t *testing.T) {
 	dir := t.TempDir()
 	size := func(name, pkg string) int64 {
 		bin := filepath.Join(dir, name)
-		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
-		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
+		if out, err := testenv.GoBuild("-ldflags=-s -w", "-o", bin, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
 		fi, err := os.Stat(bin)

@@ -19,29 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// BuildOperator builds the fencedlease binary into dir.
-func BuildOperator(t testing.TB, dir string) string {
-	t.Helper()
-	return build(t, dir, "fencedlease", "./cmd")
-}
-
-// BuildAgent builds the small fencedlease-agent binary (the sidecar and hold) into dir.
-func BuildAgent(t testing.TB, dir string) string {
-	t.Helper()
-	return build(t, dir, "fencedlease-agent", "./cmd/agent")
-}
-
-func build(t testing.TB, dir, name, pkg string) string {
-	t.Helper()
-	bin := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-o", bin, pkg)
-	build.Dir = RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	return bin
-}
-
 // ReplicaFlags run the binary as one of several replicas against a test control plane:
 // leader election with short timings (a 3 s lease, so a pause can outlast it), no webhook,
 // no probe endpoint.

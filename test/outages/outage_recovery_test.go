@@ -1,4 +1,8 @@
-package e2e
+// Package outages runs the operator binary through what takes the API server or the leader
+// away — the server down at start, restarted again and again, a leader paused past its
+// lease — and checks that it comes back on its own, grants soon after, and that a stale
+// leader writes nothing. Apart from test/e2e so that the two run side by side.
+package outages
 
 import (
 	"context"
