@@ -31,24 +31,24 @@ newer() {
 
 # align DIR PACKAGES...: raise DIR's modules for PACKAGES to the operator's versions.
 align() {
-  local mod=$root/$1 pass envtest path want have n
+  local mod=$root/$1 pass tool path want have n raise=() ahead=()
   shift
   for pass in 1 2 3; do
     # The modules of the packages the tool compiles, as its module resolves them.
-    envtest=$(cd "$mod" && go list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}{{end}}' "$@" | sort -u)
-    older=() newer=()
+    tool=$(cd "$mod" && go list -deps -f '{{with .Module}}{{if not .Main}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}{{end}}' "$@" | sort -u)
+    raise=() ahead=()
     while read -r path want have; do
       if newer "$want" "$have"; then
-        older+=("$path@$want")
+        raise+=("$path@$want")
       elif newer "$have" "$want"; then
-        newer+=("$path $have (the operator: $want)")
+        ahead+=("$path $have (the operator: $want)")
       fi
-    done < <(join <(echo "$shipped") <(echo "$envtest"))
-    ((${#older[@]})) || break
-    echo "align: raising in ${mod#"$root"/}: ${older[*]}" >&2
-    (cd "$mod" && go get "${older[@]}" >/dev/null && go mod tidy)
+    done < <(join <(echo "$shipped") <(echo "$tool"))
+    ((${#raise[@]})) || break
+    echo "align: raising in ${mod#"$root"/}: ${raise[*]}" >&2
+    (cd "$mod" && go get "${raise[@]}" >/dev/null && go mod tidy)
   done
-  for n in "${newer[@]}"; do
+  for n in "${ahead[@]}"; do
     echo "align: ${mod#"$root"/} needs a newer $n: its packages compile twice on a cold machine" >&2
   done
 }
