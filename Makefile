@@ -88,6 +88,9 @@ chart: $(KUSTOMIZE) build-installer ## Regenerate charts/fencedlease's CRD and t
 api-list: ## List the exported Go API of api/... and pkg/... into api/exported/ (hack/apilist); a change there goes in CHANGELOG.md.
 	go run ./hack/apilist -out api/exported ./api/... ./pkg/...
 
+# What make verify regenerates and finds stale when it changes.
+CHECKED_IN := api config dist charts go.mod go.sum hack/envtest hack/helm
+
 .PHONY: verify
 verify: generate manifests build-installer rules chart api-list ## Fail when generated files, the exported API listings or go.mod are stale.
 	go mod tidy
@@ -97,9 +100,9 @@ verify: generate manifests build-installer rules chart api-list ## Fail when gen
 	$(KUSTOMIZE) build config/prometheus >/dev/null
 	$(KUSTOMIZE) build config/grafana >/dev/null
 	$(KUSTOMIZE) build config/apf >/dev/null
-	@if [ -n "$$(git status --porcelain -- api config dist charts go.mod go.sum hack/envtest hack/helm)" ]; then \
+	@if [ -n "$$(git status --porcelain -- $(CHECKED_IN))" ]; then \
 		echo "generated files are stale; run 'make generate manifests build-installer rules chart api-list', 'go mod tidy' and 'bash hack/envtest/align.sh' and commit (an api/exported change is a change to the public Go API: note it in CHANGELOG.md):"; \
-		git status --porcelain -- api config dist charts go.mod go.sum hack/envtest hack/helm; git --no-pager diff --stat; exit 1; fi
+		git status --porcelain -- $(CHECKED_IN); git --no-pager diff --stat; exit 1; fi
 
 .PHONY: build-installer
 build-installer: $(KUSTOMIZE) ## Write dist/install.yaml: everything for one kubectl apply -f.
