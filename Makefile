@@ -15,6 +15,13 @@ endif
 KUBEBUILDER_ASSETS ?= $(BIN)/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS
 
+# No build here needs DWARF: race reports, panics and coverage read the pclntab, and the
+# image strips it anyway (-s -w). Without it a cold `make test` compiles ~8 % and links ~25 %
+# less. Exported, so the control plane, lint, the tests and the tests' own builds of the
+# operator agree and share one build cache. BUILD_GOFLAGS= keeps DWARF (for a debugger).
+BUILD_GOFLAGS ?= -gcflags=all=-dwarf=false -ldflags=-w
+export GOFLAGS := $(strip $(filter-out $(BUILD_GOFLAGS),$(shell go env GOFLAGS)) $(BUILD_GOFLAGS))
+
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 STATICCHECK := $(BIN)/staticcheck
