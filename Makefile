@@ -28,13 +28,15 @@ STATICCHECK := $(BIN)/staticcheck
 RULECHECK := $(BIN)/rulecheck
 HELM := $(BIN)/helm
 GINKGO_FLAGS ?=
-# Test packages run at once: twice the CPUs, since the envtest suites wait on leases more than
-# they compute (on 2 cores, -p 2 left the CPUs 45 % idle over a 767 s run; -p 4 took 544 s).
+# Test packages at once: three times the CPUs, since the envtest suites wait on leases more
+# than they compute, and -p also bounds the links: at -p 4 the short packages' test binaries
+# were linked only after the four long suites ended. Warm, on 2 cores, one tree: -p 4 389 s,
+# -p 6 316 and 327 s, -p 8 339 s (earlier: -p 2 left the CPUs 45 % idle over 767 s).
 # go test starts packages in the order they are named: the longest first (cold, on 2 cores:
-# 280, 240, 230, 200, 140, 110, then about 50 s each), so the short ones fill in around them.
+# 250, 240, 230, 220, 140, 110, then about 50 s each), so the short ones fill in around them.
 LONG_TESTS := ./test/e2e ./test/chaos ./test/outages ./test/workloads ./controllers/fencedlease \
 	./test/authority ./internal/plugin ./pkg/holder ./hack/krew ./controllers/leadership
-TEST_PACKAGES ?= $(shell echo $$((2 * $$(getconf _NPROCESSORS_ONLN))))
+TEST_PACKAGES ?= $(shell echo $$((3 * $$(getconf _NPROCESSORS_ONLN))))
 CHAOS_ROUNDS ?= 10
 
 .PHONY: all
