@@ -124,4 +124,5 @@ func (b *bench) massFailover(n int, t timings, rates floors) {
 		fmt.Sprintf("%d", op.gaveUpInFailover), fmt.Sprintf("%d", cg.gaveUpInFailover), "")
 	b.add(what+": holders that gave up on their own deadline in the whole scenario, the first grants included (pkg/holder; client-go: leaders lost)",
 		fmt.Sprintf("%d of %d grants", op.gaveUp, op.grants), fmt.Sprintf("%d of %d leaderships", cg.gaveUp, cg.grants), "")
+	b.goals.judgeMass(n, t.lease, op, cg, floor)
 }

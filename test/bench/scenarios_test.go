@@ -506,6 +506,7 @@ func (b *bench) burst(n int, rates floors) {
 	}
 	b.add(fmt.Sprintf("operator requests per grant (%d new FencedLeases; includes the first renewal's status write)", n),
 		fmt.Sprintf("%.2f: %s", per(req.total(), n), breakdown(req, n)), "—", "")
+	b.goals.judgeBurst(n, took, req)
 	b.quiesce(ns, pods)
 }
 

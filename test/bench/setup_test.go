@@ -46,6 +46,8 @@ type bench struct {
 	holders                   *holders
 	warm                      *warmWaiters
 	rows                      []row
+	// goals are issue 23's goals against what this run measured; printed after rows.
+	goals goals
 	// namespaces counts the scenarios that asked for each namespace name.
 	namespaces map[string]int
 }
@@ -64,7 +66,7 @@ func newBench(t *testing.T, ctx context.Context) *bench {
 	// client-go's leader election logs every acquisition; thousands of them say nothing here.
 	klog.SetLogger(logr.Discard())
 	dir := t.TempDir()
-	b := &bench{t: t, ctx: ctx, audit: filepath.Join(dir, "audit.log")}
+	b := &bench{t: t, ctx: ctx, audit: filepath.Join(dir, "audit.log"), goals: goals{}}
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy(operatorUser, waiterUser, leaderUser)), 0o600); err != nil {
 		t.Fatal(err)
@@ -315,6 +317,7 @@ func (b *bench) print() {
 	for _, r := range b.rows {
 		fmt.Fprintf(&s, "| %s | %s | %s | %s |\n", r.what, r.operator, r.other, r.ratio)
 	}
+	s.WriteString(b.goals.table())
 	fmt.Println(s.String())
 }
 
