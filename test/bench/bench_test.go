@@ -22,6 +22,7 @@ var (
 	finalizerHook = flag.Bool("bench.finalizer-webhook", true, "Serve the FencedLease webhook, as the operator does in a cluster (new FencedLeases come with its finalizer); false measures the operator writing the finalizer itself.")
 	apf           = flag.Bool("bench.apf", false, "Run the holders, client-go's candidates and the operator as service accounts (one per lock for the first two) under the shipped API Priority and Fairness objects, as in a cluster; false runs every side as system:masters, which APF exempts.")
 	operatorArgs  = flag.String("bench.operator-args", "", "Extra flags for the operator, space-separated (--max-concurrent-reconciles=64, say), to measure a setting.")
+	queueTimeline = flag.Bool("bench.queue-timeline", false, "Log the operator's running reconciles and ready queue by priority each second of every mass failover, from its /metrics (a scrape a second beside the failover).")
 	memLimit      = flag.String("bench.operator-memory-limit", "256Mi", "The container memory limit the operator is told of, as the Deployment tells it (FENCEDLEASE_MEMORY_LIMIT, from resources.limits.memory); empty for none.")
 )
 

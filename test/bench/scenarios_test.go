@@ -108,7 +108,9 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 		for _, h := range current {
 			b.holders.stop(ns, h)
 		}
+		stopSampling := b.sampleQueue(fmt.Sprintf("%s run %d", ns, r), stoppedAt)
 		ts := b.stopped(ns, r, b.await(keyed(ns, leases, next), 10*time.Minute), stoppedAt)
+		stopSampling()
 		f.add(ts, stoppedAt, d)
 		first := firstLeaseEnd(ts)
 		if missing := b.awaitConfirmed(ns, next, 2*time.Minute); len(missing) > 0 {
