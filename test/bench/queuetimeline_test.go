@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"sync"
 	"time"
 )
 
@@ -31,5 +32,8 @@ func (b *bench) sampleQueue(what string, stoppedAt time.Time) (stop func()) {
 			b.t.Logf("%s: +%v: %v", what, time.Since(stoppedAt).Round(100*time.Millisecond), parseQueueSample(page, "fencedlease"))
 		}
 	}()
-	return func() { close(done); <-finished }
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); <-finished }) }
+	b.t.Cleanup(stop) // a failed measurement ends the test before stop: never log after it
+	return stop
 }
