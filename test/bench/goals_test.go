@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -82,12 +83,9 @@ func (g goals) table() string {
 // one (n ≥ 1,000) the time to re-grant all and the holders that gave up; for 100 at a 5 s
 // lease the overshoot.
 func (g goals) judgeMass(n int, lease time.Duration, op, cg failover, floor time.Duration) {
-	worst := 0.0
-	for _, w := range op.writesPer {
-		worst = max(worst, w)
-	}
 	if len(op.writesPer) > 0 {
-		g.judge(goalFailoverWrites, fmt.Sprintf("%d × %v: %s (client-go %s)", n, lease, floats(op.writesPer), floats(cg.writesPer)), worst <= 4)
+		g.judge(goalFailoverWrites, fmt.Sprintf("%d × %v: %s (client-go %s)", n, lease, floats(op.writesPer), floats(cg.writesPer)),
+			slices.Max(op.writesPer) <= 4)
 	}
 	fast := lease < 10*time.Second
 	if n == 100 && fast && len(op.overshoot) > 0 && len(cg.overshoot) > 0 {
@@ -119,7 +117,7 @@ func (g goals) judgeBurst(n int, took time.Duration, req requests) {
 	}
 	rate := float64(n) / took.Seconds()
 	events := req.sum("create events", "patch events", "update events")
-	writes := float64(req.writes()-events) / float64(n)
-	g.judge(goalBurst, fmt.Sprintf("%d: %.0f/s; %.2f writes and %.2f events per grant", n, rate, writes, float64(events)/float64(n)),
+	writes := per(req.writes()-events, n)
+	g.judge(goalBurst, fmt.Sprintf("%d: %.0f/s; %.2f writes and %.2f events per grant", n, rate, writes, per(events, n)),
 		rate >= 120 && writes <= 3)
 }

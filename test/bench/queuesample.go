@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // queueSample is the operator's work queue and workers at one scrape: the reconciles
@@ -17,53 +21,35 @@ type queueSample struct {
 // parseQueueSample reads controller's series from a /metrics page: its active workers
 // (controller_runtime_active_workers) and its queue depth by priority (workqueue_depth,
 // which the priority queue labels with priority).
-func parseQueueSample(page, controller string) queueSample {
+func parseQueueSample(page, controller string) (queueSample, error) {
 	s := queueSample{ready: map[int]int{}}
-	for line := range strings.SplitSeq(page, "\n") {
-		name, labels, value, ok := series(line)
-		if !ok {
-			continue
-		}
-		switch {
-		case name == "controller_runtime_active_workers" && labels["controller"] == controller:
-			s.active = int(value)
-		case name == "workqueue_depth" && labels["name"] == controller:
-			p, err := strconv.Atoi(labels["priority"])
-			if err == nil {
-				s.ready[p] += int(value)
-			}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(page))
+	if err != nil {
+		return s, err
+	}
+	for _, m := range families["controller_runtime_active_workers"].GetMetric() {
+		if label(m, "controller") == controller {
+			s.active = int(m.GetGauge().GetValue())
 		}
 	}
-	return s
+	for _, m := range families["workqueue_depth"].GetMetric() {
+		if p, err := strconv.Atoi(label(m, "priority")); err == nil && label(m, "name") == controller {
+			s.ready[p] += int(m.GetGauge().GetValue())
+		}
+	}
+	return s, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 func (s queueSample) String() string {
 	return fmt.Sprintf("%d reconciles running, %d ready at normal priority, %d at follow-up", s.active, s.ready[0], s.ready[-100])
-}
-
-// series splits a Prometheus text line `name{k="v",...} value` (labels optional).
-func series(line string) (name string, labels map[string]string, value float64, ok bool) {
-	if line == "" || strings.HasPrefix(line, "#") {
-		return "", nil, 0, false
-	}
-	sp := strings.LastIndexByte(line, ' ')
-	if sp < 0 {
-		return "", nil, 0, false
-	}
-	v, err := strconv.ParseFloat(line[sp+1:], 64)
-	if err != nil {
-		return "", nil, 0, false
-	}
-	head := line[:sp]
-	labels = map[string]string{}
-	if i := strings.IndexByte(head, '{'); i >= 0 && strings.HasSuffix(head, "}") {
-		for kv := range strings.SplitSeq(head[i+1:len(head)-1], ",") {
-			k, v, found := strings.Cut(kv, "=")
-			if found {
-				labels[k] = strings.Trim(v, `"`)
-			}
-		}
-		head = head[:i]
-	}
-	return head, labels, v, true
 }

@@ -24,12 +24,17 @@ func (b *bench) sampleQueue(what string, stoppedAt time.Time) (stop func()) {
 				return
 			case <-tick.C:
 			}
+			at := time.Since(stoppedAt).Round(100 * time.Millisecond)
 			page, err := b.op.Scrape(time.Second)
+			var s queueSample
+			if err == nil {
+				s, err = parseQueueSample(page, "fencedlease")
+			}
 			if err != nil {
-				b.t.Logf("%s: +%v: scrape: %v", what, time.Since(stoppedAt).Round(100*time.Millisecond), err)
+				b.t.Logf("%s: +%v: %v", what, at, err)
 				continue
 			}
-			b.t.Logf("%s: +%v: %v", what, time.Since(stoppedAt).Round(100*time.Millisecond), parseQueueSample(page, "fencedlease"))
+			b.t.Logf("%s: +%v: %v", what, at, s)
 		}
 	}()
 	var once sync.Once
