@@ -126,7 +126,12 @@
 //	    an adopted grant at once (adoptedRecheck), not at its startup deadline.
 //	X5. Mark the pod Revoked, without the holder label (one patch).
 //	X6. Delete the pod under DeletePod, and whatever the policy when it never renewed
-//	    (it never ran; kept, it could still start with a dead token).
+//	    (it never ran; kept, it could still start with a dead token). Always after X5,
+//	    never instead of it: a terminating pod keeps its labels until it is gone, and
+//	    when none of a Service's endpoints is ready, kube-proxy sends its traffic to the
+//	    terminating ones that still pass readiness: a deletion alone would leave two pods
+//	    labeled holder, and the revoked one could be served.
+//	    Two writes, where KeepPod needs one.
 //	X7. Cannot start (cannotStartRule): before its first renewal the holder pod reports
 //	    a container waiting in ImagePullBackOff, CrashLoopBackOff,
 //	    CreateContainerConfigError, CreateContainerError or InvalidImageName, or phase

@@ -271,8 +271,12 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		Expect(getFL(ns, "invoices").Finalizers).To(Equal([]string{fencingv1.Finalizer}))
 	})
 
-	It("fails over with five writes and two events, b's first renewal included: one Lease write moves the grant, one status write records it, one event on each side tells it", func() {
-		createFL(ns, "invoices", 2, fencingv1.DeletePodPolicy)
+	// failOver lets holder a of a FencedLease under policy stop renewing while b waits, and
+	// counts the operator's writes until b holds token 2, has renewed once and the status
+	// records it, and nothing more is due.
+	failOver := func(policy fencingv1.RevocationPolicy) (objects, events map[string]int) {
+		GinkgoHelper()
+		createFL(ns, "invoices", 2, policy)
 		createPod(ns, "a", "invoices")
 		expectHolder(ns, "invoices", "a", 1)
 		renew(ns, "invoices")
@@ -288,18 +292,25 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		Eventually(func() *metav1.MicroTime {
 			return getFL(ns, "invoices").Status.Holder.FirstRenewTime
 		}).WithTimeout(timeout).ShouldNot(BeNil())
-		Eventually(func() bool { return podGone(ns, "a") }).WithTimeout(timeout).Should(BeTrue())
+		if policy == fencingv1.KeepPodPolicy {
+			Eventually(func(g Gomega) {
+				a := getPod(g, ns, "a")
+				g.Expect(a.Annotations).To(HaveKeyWithValue(fencingv1.StateAnnotation, string(fencingv1.PodRevoked)))
+				g.Expect(a.Labels).NotTo(HaveKey(fencingv1.HolderLabel))
+			}).WithTimeout(timeout).Should(Succeed())
+		} else {
+			Eventually(func() bool { return podGone(ns, "a") }).WithTimeout(timeout).Should(BeTrue())
+		}
 		counter.awaitEvents(2)
 		// Nothing more is due: a late write (a second status write, say) would show here.
 		Consistently(counter.writes).WithTimeout(time.Second).WithPolling(poll).Should(Equal(counter.writes()))
-		objects, events := writes(counter.stop())
-		GinkgoWriter.Printf("failover: writes %v, events %v\n", objects, events)
-		// The hand-over's compare-and-swap on the Lease (a's grant ended and b's made in one
-		// write), b's pod, a's mark then delete (DeletePod), and one status write for the
-		// revocation, the grant and b's first renewal (b's renewal is the test's, not counted).
-		Expect(sum(objects)).To(Equal(5), "%v", objects)
+		objects, events = writes(counter.stop())
+		GinkgoWriter.Printf("failover (%s): writes %v, events %v\n", policy, objects, events)
+		pods := "/api/v1/namespaces/" + ns + "/pods/"
 		Expect(objects["PUT /apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases/invoices"]).To(Equal(1), "one Lease write: %v", objects)
 		Expect(objects["PUT /apis/fencing.fencedlease.io/v1alpha1/namespaces/"+ns+"/fencedleases/invoices/status"]).To(Equal(1), "one status write: %v", objects)
+		Expect(objects["PATCH "+pods+"b"]).To(Equal(1), "b's token, state, holder label and gate in one patch: %v", objects)
+		Expect(objects["PATCH "+pods+"a"]).To(Equal(1), "a marked Revoked, its holder label off, in one patch: %v", objects)
 		Expect(sum(events)).To(Equal(2), "the transition on the FencedLease, Granted on b: %v", events)
 		list := &eventsv1.EventList{}
 		Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
@@ -312,5 +323,22 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 			"Pod/b Normal Granted: granted token 2 to pod b"))
 		Expect(told).To(ContainElement(And(HavePrefix("FencedLease/invoices Warning Revoked: revoked token 1"),
 			HaveSuffix("; then granted token 2 to pod b"))), "one event on the FencedLease for both halves")
+		return objects, events
+	}
+
+	It("fails over with five writes and two events under DeletePod, b's first renewal included: one Lease write moves the grant, one status write records it, one event on each side tells it", func() {
+		objects, _ := failOver(fencingv1.DeletePodPolicy)
+		// The hand-over's compare-and-swap on the Lease (a's grant ended and b's made in one
+		// write), b's pod, a's mark then delete (a terminating pod keeps its labels: the
+		// mark takes the holder label off first), and one status write for the revocation,
+		// the grant and b's first renewal (b's renewal is the test's, not counted).
+		Expect(sum(objects)).To(Equal(5), "%v", objects)
+		Expect(objects["DELETE /api/v1/namespaces/"+ns+"/pods/a"]).To(Equal(1), "%v", objects)
+	})
+
+	It("fails over with four writes and two events under KeepPod: the old pod is marked in one write and kept", func() {
+		objects, _ := failOver(fencingv1.KeepPodPolicy)
+		Expect(sum(objects)).To(Equal(4), "the Lease, b's pod, a's mark, the status: %v", objects)
+		Expect(objects).NotTo(HaveKey("DELETE /api/v1/namespaces/"+ns+"/pods/a"), "KeepPod keeps a")
 	})
 })
