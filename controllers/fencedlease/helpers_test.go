@@ -187,10 +187,7 @@ func eachSeries(g prometheus.Gatherer, name string, fn func(labels map[string]st
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
+			labels := testenv.Labels(m)
 			value := 0.0
 			switch {
 			case m.Counter != nil:

@@ -17,6 +17,7 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/internal/agent"
 	"github.com/fencedlease/fencedlease/pkg/holder"
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 const (
@@ -36,11 +37,7 @@ func counter(reg *prometheus.Registry, name string, labels map[string]string) fl
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			if maps.Equal(got, labels) {
+			if maps.Equal(testenv.Labels(m), labels) {
 				return m.GetCounter().GetValue()
 			}
 		}

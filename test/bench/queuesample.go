@@ -3,11 +3,8 @@ package bench
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 // queueSample is the operator's work queue and workers at one scrape: the reconciles
@@ -23,31 +20,22 @@ type queueSample struct {
 // which the priority queue labels with priority).
 func parseQueueSample(page, controller string) (queueSample, error) {
 	s := queueSample{ready: map[int]int{}}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(page))
+	families, err := testenv.ParseMetrics(page)
 	if err != nil {
 		return s, err
 	}
 	for _, m := range families["controller_runtime_active_workers"].GetMetric() {
-		if label(m, "controller") == controller {
+		if testenv.Labels(m)["controller"] == controller {
 			s.active = int(m.GetGauge().GetValue())
 		}
 	}
 	for _, m := range families["workqueue_depth"].GetMetric() {
-		if p, err := strconv.Atoi(label(m, "priority")); err == nil && label(m, "name") == controller {
+		labels := testenv.Labels(m)
+		if p, err := strconv.Atoi(labels["priority"]); err == nil && labels["name"] == controller {
 			s.ready[p] += int(m.GetGauge().GetValue())
 		}
 	}
 	return s, nil
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 func (s queueSample) String() string {

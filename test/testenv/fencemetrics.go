@@ -11,10 +11,7 @@ func FenceWrites(reg prometheus.Gatherer, resource, result string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
+			labels := Labels(m)
 			if labels["resource"] == resource && labels["result"] == result {
 				return m.GetCounter().GetValue()
 			}

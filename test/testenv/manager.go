@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -162,8 +161,12 @@ func (m *Manager) Leading() bool {
 	if err != nil {
 		return false
 	}
-	for line := range strings.SplitSeq(page, "\n") {
-		if strings.HasPrefix(line, "leader_election_master_status{") && strings.HasSuffix(line, " 1") {
+	families, err := ParseMetrics(page)
+	if err != nil {
+		return false
+	}
+	for _, s := range families["leader_election_master_status"].GetMetric() {
+		if s.GetGauge().GetValue() == 1 {
 			return true
 		}
 	}
