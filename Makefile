@@ -27,6 +27,7 @@ KUSTOMIZE := $(BIN)/kustomize
 STATICCHECK := $(BIN)/staticcheck
 RULECHECK := $(BIN)/rulecheck
 HELM := $(BIN)/helm
+IMAGE_TOOL := $(BIN)/image-tool
 GINKGO_FLAGS ?=
 # Test packages at once: three times the CPUs, since the envtest suites wait on leases more
 # than they compute, and -p also bounds the links: at -p 4 the short packages' test binaries
@@ -65,6 +66,15 @@ $(RULECHECK): hack/rulecheck/go.mod hack/rulecheck/main.go
 # (hack/envtest/align.sh) and built as the control plane is, so it reuses what that compiled.
 $(HELM): hack/helm/go.mod
 	cd hack/helm && CGO_ENABLED=0 go build -trimpath -o $(HELM) helm.sh/helm/v3/cmd/helm
+
+# make images' tool: builds, describes, pushes and serves the images (hack/images, its own
+# module, so go-containerregistry stays out of the operator's).
+$(IMAGE_TOOL): hack/images/go.mod $(wildcard hack/images/*.go)
+	cd hack/images && go build -o $(IMAGE_TOOL) .
+
+.PHONY: nodes
+nodes: envtest ## Build what a real node runs (kubelet and kube-proxy as kube-node, containerd, the CNI plugins) beside the control plane; runc comes from Debian.
+	@bash hack/envtest/build-node.sh "$(KUBEBUILDER_ASSETS)" >/dev/null
 
 .PHONY: controller-gen kustomize helm
 controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.
@@ -175,6 +185,40 @@ plugin-release: ## Build the kubectl plugin's archives for five platforms and it
 .PHONY: run
 run: envtest build ## Run the operator against KUBECONFIG without webhook (a cluster cannot call back here), or on an embedded control plane, which always gets the webhook and the policies.
 	$(BIN)/fencedlease --local-control-plane=auto --leader-elect=false --webhook=false
+
+# The images' platforms, the labels they carry and where make images writes them.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGES := $(BIN)/images
+IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+IMAGE_CREATED ?= $(shell git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)
+IMAGE_SOURCE ?= https://github.com/fencedlease/fencedlease
+
+.PHONY: images
+images: $(IMAGE_TOOL) ## Build the two images (operator, agent) and the real nodes' sandbox image (pause) as OCI layouts in bin/images/, one index for IMAGE_PLATFORMS, without Docker; the same commit gives the same digests.
+	rm -rf $(IMAGES)/bin
+	for p in $(IMAGE_PLATFORMS); do os=$${p%/*} arch=$${p#*/}; \
+	  for b in fencedlease:./cmd fencedlease-agent:./cmd/agent invoice-scheduler:./cmd/invoice-scheduler; do \
+	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $(IMAGES)/bin/$${os}_$${arch}/$${b%%:*} $${b#*:} || exit 1; \
+	  done; \
+	  (cd hack/images && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $(IMAGES)/bin/$${os}_$${arch}/pause ./pause) || exit 1; \
+	done
+	$(IMAGE_TOOL) build -bin $(IMAGES)/bin -out $(IMAGES) -version "$(IMAGE_VERSION)" -revision "$(IMAGE_REVISION)" \
+	  -created "$(IMAGE_CREATED)" -source "$(IMAGE_SOURCE)"
+
+.PHONY: push
+push: images ## Push the images to IMG and AGENT_IMG with your registry credentials (docker login's config or a credential helper; no Docker engine).
+	$(IMAGE_TOOL) push -layout $(IMAGES)/fencedlease -ref $(IMG)
+	$(IMAGE_TOOL) push -layout $(IMAGES)/fencedlease-agent -ref $(AGENT_IMG)
+
+.PHONY: cluster
+cluster: nodes ## A real two-node cluster on this machine (kubelets, containerd, runc, CNI, kube-proxy, a registry with make images' output), as root, until Ctrl-C.
+	$(MAKE) images IMAGE_PLATFORMS=linux/$$(go env GOARCH)
+	go run ./hack/cluster
+
+.PHONY: cluster-down
+cluster-down: ## Remove what a killed make cluster or real-node test run left: processes, mounts, cgroups, the network namespace.
+	go run ./hack/cluster -down
 
 .PHONY: docker-build
 docker-build: ## Build the operator image $(IMG) and the agent image $(AGENT_IMG) (needs a Docker engine).

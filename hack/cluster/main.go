@@ -1,0 +1,71 @@
+// Command cluster is make cluster: a real two-node cluster on this machine (test/realcluster)
+// with the images of make images in its registry, until Ctrl-C. It prints how to reach it.
+// As root only. make cluster-down removes what a killed run left.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/fencedlease/fencedlease/test/realcluster"
+)
+
+func main() {
+	images := flag.String("images", "bin/images", "make images' output: one OCI layout per image")
+	tool := flag.String("image-tool", "bin/image-tool", "make images' tool, which serves the registry")
+	down := flag.Bool("down", false, "remove what an earlier run left (processes, mounts, cgroups, the namespace) and exit")
+	flag.Parse()
+	if *down {
+		if err := realcluster.Cleanup(); err != nil {
+			fail(err)
+		}
+		fmt.Println("cluster: nothing left")
+		return
+	}
+	if !realcluster.InNetns() {
+		code, err := realcluster.RunInNetns()
+		if err != nil {
+			fail(err)
+		}
+		os.Exit(code)
+	}
+	layouts := map[string]string{}
+	for _, name := range []string{"fencedlease", "fencedlease-agent", "pause"} {
+		dir, err := filepath.Abs(filepath.Join(*images, name))
+		if err != nil {
+			fail(err)
+		}
+		layouts[name] = dir
+	}
+	toolPath, err := filepath.Abs(*tool)
+	if err != nil {
+		fail(err)
+	}
+	start := time.Now()
+	c, err := realcluster.Start(realcluster.Options{Images: layouts, ImageTool: toolPath})
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf(`cluster: two Ready nodes (%s) in %s
+  kubeconfig:  %s
+  use it:      nsenter --net=/run/netns/%s kubectl --kubeconfig %s get nodes -o wide
+  images:      %s/fencedlease:dev, %s/fencedlease-agent:dev (make images' output)
+  nodes:       kubelet, containerd logs in %s; ctr: nsenter --net=/run/netns/%s %s/ctr --address %s/node-a/containerd.sock -n k8s.io tasks ls
+Ctrl-C stops it and removes all it made.
+`, c.Nodes, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig, realcluster.Netns, c.Kubeconfig,
+		c.Registry(), c.Registry(), filepath.Join(c.Dir(), "logs"), realcluster.Netns, c.Env.BinaryAssetsDirectory, c.Dir())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	c.Stop()
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "cluster:", err)
+	os.Exit(1)
+}
