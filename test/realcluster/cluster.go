@@ -45,7 +45,7 @@ type Options struct {
 type Cluster struct {
 	Env    *envtest.Environment
 	Config *rest.Config
-	Client client.Client
+	Client client.WithWatch
 	// Nodes are the nodes' names.
 	Nodes []string
 	// Kubeconfig is a cluster-admin kubeconfig's path.
@@ -125,7 +125,7 @@ func Start(o Options) (c *Cluster, err error) {
 	if c.Config, err = env.Start(); err != nil {
 		return nil, err
 	}
-	if c.Client, err = client.New(c.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
+	if c.Client, err = client.NewWithWatch(c.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
 		return nil, err
 	}
 	if c.Kubeconfig, err = c.writeKubeconfig("admin", envtest.User{Name: "cluster-admin", Groups: []string{"system:masters"}}); err != nil {

@@ -109,7 +109,11 @@ func makeNetns() error {
 	for _, n := range nodeSpecs {
 		steps = append(steps, []string{"ip", "-n", Netns, "addr", "add", n.ip + "/32", "dev", "lo"})
 	}
-	steps = append(steps, []string{"nsenter", "--net=/run/netns/" + Netns, "sysctl", "-qw", "net.ipv4.ip_forward=1"})
+	steps = append(steps, []string{"nsenter", "--net=/run/netns/" + Netns, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
+		// A route for the Services' range, so the namespace's own processes (the API server
+		// calling the webhook) get past routing to kube-proxy's DNAT; the namespace has no
+		// other way out, so nothing leaves it.
+		[]string{"ip", "-n", Netns, "route", "add", ServiceCIDR, "dev", "lo"})
 	for _, s := range steps {
 		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %v: %s", strings.Join(s, " "), err, out)

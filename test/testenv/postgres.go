@@ -18,6 +18,13 @@ import (
 // refuses root.
 func StartPostgres(t testing.TB) string {
 	t.Helper()
+	return StartPostgresOn(t, "127.0.0.1")
+}
+
+// StartPostgresOn is StartPostgres listening on addr, trusting every client that reaches
+// it (the real nodes' pods reach it on their network namespace's address).
+func StartPostgresOn(t testing.TB, addr string) string {
+	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(bins) == 0 {
 		t.Fatal("PostgreSQL is not installed (apt-get install postgresql); .ci/run installs it")
@@ -54,9 +61,22 @@ func StartPostgres(t testing.TB) string {
 	}
 	data := filepath.Join(dir, "data")
 	run("initdb", "-D", data, "-U", "fence", "--auth=trust", "-E", "UTF8", "--no-sync")
+	if addr != "127.0.0.1" {
+		hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fmt.Fprintln(hba, "host all all 0.0.0.0/0 trust")
+		if cerr := hba.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	port := FreePort(t)
 	run("pg_ctl", "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o",
-		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50", port, dir), "start")
+		fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c fsync=off -c max_connections=50", port, dir, addr), "start")
 	t.Cleanup(func() { run("pg_ctl", "-D", data, "-m", "immediate", "stop") })
-	return fmt.Sprintf("postgres://fence@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return fmt.Sprintf("postgres://fence@%s:%d/postgres?sslmode=disable", addr, port)
 }

@@ -1,0 +1,43 @@
+package realcluster
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Freeze stops every process of a pod's container with the cgroup freezer (containerd's
+// task pause), as a stop-the-world pause or a frozen VM does: nothing runs, nothing is
+// signalled, the kubelet still reports the container running.
+func (c *Cluster) Freeze(pod *corev1.Pod, container string) error {
+	return c.task(pod, container, "pause")
+}
+
+// Thaw resumes a container Freeze froze.
+func (c *Cluster) Thaw(pod *corev1.Pod, container string) error {
+	return c.task(pod, container, "resume")
+}
+
+func (c *Cluster) task(pod *corev1.Pod, container, verb string) error {
+	n := c.nodes[pod.Spec.NodeName]
+	if n == nil {
+		return fmt.Errorf("pod %s is on no node of this cluster (%q)", pod.Name, pod.Spec.NodeName)
+	}
+	id := ""
+	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if s.Name == container {
+			_, id, _ = strings.Cut(s.ContainerID, "://")
+		}
+	}
+	if id == "" {
+		return fmt.Errorf("pod %s has no running container %s", pod.Name, container)
+	}
+	out, err := exec.Command(filepath.Join(c.assets, "ctr"), "--address", n.socket(), "-n", "k8s.io", "tasks", verb, id).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr tasks %s %s (%s/%s): %v: %s", verb, id, pod.Name, container, err, out)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// newNamespace creates a namespace for one spec, with a service account bound to the
+// holder role as the README tells users, and prints the cluster's state if the spec fails.
+func newNamespace(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, rc.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	t.Cleanup(func() {
+		_ = rc.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	printStateOnFailure(t, name)
+	must(t, rc.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "worker"}}))
+	must(t, rc.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "worker-holder"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "fencedlease-holder-role"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "worker", Namespace: name}},
+	}))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func clientset(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(rc.Config)
+	must(t, err)
+	return cs
+}
+
+func getPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	must(t, rc.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p))
+	return p
+}
+
+// logs is a container's log so far ("" while it has not started).
+func logs(t *testing.T, ns, pod, container string) string {
+	raw, err := clientset(t).CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(context.Background())
+	if err != nil {
+		return ""
+	}
+	return string(raw)
+}
+
+// waitForLog waits until a container's log holds want, and returns the time it saw it.
+func waitForLog(t *testing.T, ns, pod, container, want string, timeout time.Duration) time.Time {
+	t.Helper()
+	var seen time.Time
+	err := poll(timeout, func() bool {
+		if strings.Contains(logs(t, ns, pod, container), want) {
+			seen = time.Now()
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("%s/%s's log never said %q within %v; it holds:\n%s", pod, container, want, timeout, logs(t, ns, pod, container))
+	}
+	return seen
+}
+
+// poll checks cond every 100 ms until it holds or timeout passes.
+func poll(timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return cond(), nil })
+}
+
+// terminated is a container's exit code once it has ended.
+func terminated(p *corev1.Pod, container string) (int32, bool) {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container && s.State.Terminated != nil {
+			return s.State.Terminated.ExitCode, true
+		}
+	}
+	return 0, false
+}
+
+func describe(p *corev1.Pod) string {
+	return fmt.Sprintf("%s on %s: phase %s, annotations %v, containers %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Annotations, p.Status.ContainerStatuses)
+}
+
+// runProgram runs a program and returns what it printed.
+func runProgram(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,106 @@
+// Package realnode is the product as shipped on real nodes: the images of make images
+// pulled from a registry by two kubelets with containerd and runc, the operator installed
+// from dist/install.yaml, and the protocol on real containers (frozen with the cgroup
+// freezer, not SIGSTOP of a local process). It needs root; the whole run lives in a
+// network namespace of its own (test/realcluster).
+package realnode
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fencedlease/fencedlease/test/realcluster"
+	"github.com/fencedlease/fencedlease/test/testenv"
+)
+
+// rc is the cluster every spec shares, with the operator installed from the bundle.
+var rc *realcluster.Cluster
+
+func TestMain(m *testing.M) {
+	if !realcluster.InNetns() {
+		if os.Geteuid() != 0 {
+			msg := "realnode: NOT RUN: real nodes need root (a kubelet, containerd, runc, a network namespace)"
+			if os.Getenv("CI") != "" {
+				fmt.Println(msg + "; CI runs as root, so this is a failure")
+				os.Exit(1)
+			}
+			fmt.Println(msg + "; run make test as root")
+			os.Exit(0)
+		}
+		// Built out here: the namespace has no network, and go build may need the module proxy.
+		dir, err := os.MkdirTemp("", "realnode-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "realnode:", err)
+			os.Exit(1)
+		}
+		defer os.RemoveAll(dir)
+		plugin := filepath.Join(dir, "kubectl-fencedlease")
+		if out, err := testenv.GoBuild("-o", plugin, "./cmd/kubectl-fencedlease").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "realnode: go build ./cmd/kubectl-fencedlease: %v\n%s", err, out)
+			os.Exit(1)
+		}
+		os.Setenv(pluginEnv, plugin)
+		code, err := realcluster.RunInNetns()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "realnode:", err)
+			os.Exit(1)
+		}
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root := testenv.RepoRoot()
+	images := filepath.Join(root, "bin", "images")
+	layouts := map[string]string{}
+	for _, name := range []string{"fencedlease", "fencedlease-agent", "pause"} {
+		layouts[name] = filepath.Join(images, name)
+		if _, err := os.Stat(filepath.Join(layouts[name], "index.json")); err != nil {
+			fmt.Fprintf(os.Stderr, "realnode: no image %s in %s: run 'make images' (make test does)\n", name, images)
+			return 1
+		}
+	}
+	start := time.Now()
+	var err error
+	rc, err = realcluster.Start(realcluster.Options{Images: layouts, ImageTool: filepath.Join(root, "bin", "image-tool"),
+		NodeMonitorGracePeriod: 20 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "realnode:", err)
+		return 1
+	}
+	defer rc.Stop()
+	fmt.Printf("realnode: two Ready nodes in %v\n", time.Since(start).Round(100*time.Millisecond))
+	start = time.Now()
+	// As the README tells users: the bundle as checked in, applied with kubectl.
+	if out, err := kubectl("apply", "--server-side", "-f", filepath.Join(root, "dist", "install.yaml")); err != nil {
+		fmt.Fprintf(os.Stderr, "realnode: kubectl apply: %v\n%s", err, out)
+		return 1
+	}
+	if out, err := kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=180s"); err != nil {
+		fmt.Fprintf(os.Stderr, "realnode: the operator did not become available: %v\n%s\n%s", err, out, clusterState(operatorNamespace))
+		return 1
+	}
+	fmt.Printf("realnode: the operator available from dist/install.yaml in %v\n", time.Since(start).Round(100*time.Millisecond))
+	return m.Run()
+}
+
+// pluginEnv names the kubectl plugin built before the run entered the namespace.
+const pluginEnv = "REALNODE_PLUGIN"
+
+const (
+	operatorNamespace  = "fencedlease-system"
+	operatorDeployment = "fencedlease-controller-manager"
+)
+
+// kubectl runs kubectl as the cluster's admin.
+func kubectl(args ...string) (string, error) {
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", rc.Kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
