@@ -35,7 +35,7 @@ GINKGO_FLAGS ?=
 # -p 6 316 and 327 s, -p 8 339 s (earlier: -p 2 left the CPUs 45 % idle over 767 s).
 # go test starts packages in the order they are named: the longest first (cold, on 2 cores:
 # 250, 240, 230, 220, 140, 110, then about 50 s each), so the short ones fill in around them.
-LONG_TESTS := ./test/e2e ./test/chaos ./test/outages ./test/workloads ./controllers/fencedlease \
+LONG_TESTS := ./test/realnode ./test/e2e ./test/chaos ./test/outages ./test/workloads ./controllers/fencedlease \
 	./test/authority ./internal/plugin ./pkg/holder ./hack/krew ./controllers/leadership
 TEST_PACKAGES ?= $(shell echo $$((3 * $$(getconf _NPROCESSORS_ONLN))))
 CHAOS_ROUNDS ?= 10
@@ -108,11 +108,13 @@ api-list: ## List the exported Go API of api/... and pkg/... into api/exported/ 
 	go run ./hack/apilist -out api/exported ./api/... ./pkg/...
 
 # What make verify regenerates and finds stale when it changes.
-CHECKED_IN := api config dist charts go.mod go.sum hack/envtest hack/helm
+CHECKED_IN := api config dist charts go.mod go.sum hack/envtest hack/helm hack/images
 
 .PHONY: verify
 verify: generate manifests build-installer rules chart api-list ## Fail when generated files, the exported API listings or go.mod are stale.
 	go mod tidy
+	cd hack/images && go mod tidy
+	cd hack/envtest/node && go mod tidy
 	bash hack/envtest/align.sh
 	$(KUSTOMIZE) build config/certmanager >/dev/null
 	$(KUSTOMIZE) build config/samples >/dev/null
@@ -146,8 +148,14 @@ lint: $(STATICCHECK) ## gofmt must have nothing to say; go vet and staticcheck m
 	go vet -race ./...
 	GOFLAGS="$$(go env GOFLAGS) -race" $(STATICCHECK) ./...
 
+# The images the real-node suite pulls: this machine's platform only (make images builds two).
+.PHONY: test-images
+test-images:
+	$(MAKE) images IMAGE_PLATFORMS=linux/$$(go env GOARCH)
+
 .PHONY: test
-test: envtest lint rules $(HELM) ## Run every test (unit and envtest) with the control plane built from modules.
+test: envtest nodes lint rules $(HELM) test-images ## Run every test (unit, envtest, and real nodes as root) with the control plane built from modules.
+	cd hack/images && go test -count=1 ./...
 	go test -race -count=1 -p $(TEST_PACKAGES) $(LONG_TESTS) ./... -coverprofile cover.out $(GINKGO_FLAGS)
 
 .PHONY: chaos

@@ -53,5 +53,5 @@ align() {
   done
 }
 
-align hack/envtest/kubernetes ./kube sigs.k8s.io/kwok/cmd/kwok
+align hack/envtest/kubernetes ./kube ./node sigs.k8s.io/kwok/cmd/kwok
 align hack/helm helm.sh/helm/v3/cmd/helm

@@ -34,28 +34,39 @@ func runDescribe(args []string) error {
 	fs := flags("describe")
 	dir := fs.String("layout", "", "an OCI image layout written by images build")
 	_ = fs.Parse(args)
-	path, err := layout.FromPath(*dir)
+	out, err := describe(*dir)
 	if err != nil {
 		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// describe reads an image's every platform from its layout.
+func describe(dir string) ([]Description, error) {
+	path, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, err
 	}
 	// The layout's index.json is the image's index (images build writes it so).
 	idx, err := path.ImageIndex()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, err := idx.IndexManifest()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var out []Description
 	for _, d := range m.Manifests {
 		img, err := idx.Image(d.Digest)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cf, err := img.ConfigFile()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		desc := Description{
 			Platform: d.Platform.OS + "/" + d.Platform.Architecture, Digest: d.Digest.String(),
@@ -63,17 +74,17 @@ func runDescribe(args []string) error {
 		}
 		layers, err := img.Layers()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, l := range layers {
 			size, err := l.Size()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			desc.Compressed += size
 			rc, err := l.Uncompressed()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			tr := tar.NewReader(rc)
 			for {
@@ -82,7 +93,7 @@ func runDescribe(args []string) error {
 					break
 				}
 				if err != nil {
-					return err
+					return nil, err
 				}
 				desc.Files = append(desc.Files, File{Path: "/" + h.Name, Mode: h.Mode, UID: h.Uid, Size: h.Size})
 			}
@@ -90,7 +101,5 @@ func runDescribe(args []string) error {
 		}
 		out = append(out, desc)
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out, nil
 }

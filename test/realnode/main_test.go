@@ -90,6 +90,13 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// TestRealNodes runs the specs in order on the one cluster: the bundle's install first,
+// then the product on containers, then the chart, which replaces the bundle.
+func TestRealNodes(t *testing.T) {
+	t.Run("bundle", func(t *testing.T) { checkInstall(t, operatorNamespace, "fencedlease") })
+	t.Run("seed timeline", testSeedTimeline)
+}
+
 // pluginEnv names the kubectl plugin built before the run entered the namespace.
 const pluginEnv = "REALNODE_PLUGIN"
 

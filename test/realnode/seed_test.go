@@ -17,13 +17,13 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// TestSeedTimeline is the article's timeline in containers: three invoice schedulers from
+// testSeedTimeline is the article's timeline in containers: three invoice schedulers from
 // the operator's image, each pulled by a kubelet, renewing through pkg/holder and writing
 // to PostgreSQL under their token. The holder's container is frozen by the cgroup freezer
 // for twice its lease, just before its write; the operator revokes it and grants token 2,
 // whose run is written; thawed, the old container writes with token 1 and the ledger
 // rejects it. kubectl fencedlease status and history show what happened.
-func TestSeedTimeline(t *testing.T) {
+func testSeedTimeline(t *testing.T) {
 	const ns, lease, leaseSeconds = "seed", "invoices-tenant-7", 4
 	newNamespace(t, ns)
 	ctx := context.Background()
