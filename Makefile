@@ -74,7 +74,7 @@ $(IMAGE_TOOL): hack/images/go.mod $(wildcard hack/images/*.go)
 
 .PHONY: nodes
 nodes: envtest ## Build what a real node runs (kubelet and kube-proxy as kube-node, containerd, the CNI plugins) beside the control plane; runc comes from Debian.
-	@bash hack/envtest/build-node.sh "$(KUBEBUILDER_ASSETS)" >/dev/null
+	@REAL_NODES=1 bash hack/envtest/build.sh "$(KUBEBUILDER_ASSETS)" >/dev/null
 
 .PHONY: controller-gen kustomize helm
 controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.

@@ -61,14 +61,23 @@ if [[ ! -e "$out/kube-apiserver" || ! -e "$out/etcd" ]]; then
     echo ">> building etcd and kube-apiserver from Go modules instead" >&2
   fi
 fi
+# Kubernetes' binaries report the version stamped here (a Node's kubelet version, the API
+# server's /version, which helm's kubeVersion check reads); unstamped they say v0.0.0-master.
+minor=${version#*.}
+minor=${minor%%.*}
+stamp="-w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  stamp+=" -X $pkg.gitVersion=v$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+done
+
 build etcd etcd go.etcd.io/etcd/server/v3
 # envtest and test/cluster find each command by its own name.
 if [[ -f "$out/kube-apiserver" && ! -L "$out/kube-apiserver" ]]; then
   # kube-apiserver was downloaded: build the rest without it, unless a full kube is here.
   nodes=kube
-  [[ -x "$out/kube" ]] || { nodes=kube-nodes; build kube-nodes kubernetes ./kube -tags=noapiserver; }
+  [[ -x "$out/kube" ]] || { nodes=kube-nodes; build kube-nodes kubernetes ./kube -tags=noapiserver -ldflags="$stamp"; }
 else
-  build kube kubernetes ./kube
+  build kube kubernetes ./kube -ldflags="$stamp"
   ln -sfn kube "$out/kube-apiserver"
   nodes=kube
 fi
@@ -80,4 +89,24 @@ build kwok kubernetes sigs.k8s.io/kwok/cmd/kwok
 # as a broker process of its own by hack/envtest/kfake (no Kafka broker can be installed here).
 build versitygw versitygw github.com/versity/versitygw/cmd/versitygw
 build kfake kfake .
+
+# With REAL_NODES=1 (make nodes), what a real node of test/realnode and make cluster runs:
+# kube-node (the kubelet and kube-proxy in one binary, links named after each, from the
+# module of kube so it reuses the packages kube's build compiled), containerd with its runc
+# shim and ctr, and the CNI plugins bridge, host-local, loopback and portmap under cni/.
+# runc is Debian's package (it needs cgo): .ci/run installs it.
+if [[ "${REAL_NODES:-0}" == 1 ]]; then
+  build kube-node kubernetes ./node -ldflags="$stamp"
+  for cmd in kubelet kube-proxy; do
+    ln -sfn kube-node "$out/$cmd"
+  done
+  containerd=(-tags "no_btrfs no_devmapper no_zfs urfave_cli_no_docs")
+  for cmd in containerd containerd-shim-runc-v2 ctr; do
+    build "$cmd" node "github.com/containerd/containerd/v2/cmd/$cmd" "${containerd[@]}"
+  done
+  mkdir -p "$out/cni"
+  for plugin in ipam/host-local main/bridge main/loopback meta/portmap; do
+    build "cni/${plugin#*/}" node "github.com/containernetworking/plugins/plugins/$plugin"
+  done
+fi
 echo "$out"

@@ -38,12 +38,13 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		defer os.RemoveAll(dir)
-		plugin := filepath.Join(dir, "kubectl-fencedlease")
-		if out, err := testenv.GoBuild("-o", plugin, "./cmd/kubectl-fencedlease").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "realnode: go build ./cmd/kubectl-fencedlease: %v\n%s", err, out)
-			os.Exit(1)
+		for name, pkg := range map[string]string{"kubectl-fencedlease": "./cmd/kubectl-fencedlease", "undeploy": "./hack/undeploy"} {
+			if out, err := testenv.GoBuild("-o", filepath.Join(dir, name), pkg).CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "realnode: go build %s: %v\n%s", pkg, err, out)
+				os.Exit(1)
+			}
 		}
-		os.Setenv(pluginEnv, plugin)
+		os.Setenv(binEnv, dir)
 		code, err := realcluster.RunInNetns()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "realnode:", err)
@@ -95,10 +96,15 @@ func run(m *testing.M) int {
 func TestRealNodes(t *testing.T) {
 	t.Run("bundle", func(t *testing.T) { checkInstall(t, operatorNamespace, "fencedlease") })
 	t.Run("seed timeline", testSeedTimeline)
+	t.Run("helm chart", testHelmChart)
 }
 
-// pluginEnv names the kubectl plugin built before the run entered the namespace.
-const pluginEnv = "REALNODE_PLUGIN"
+// binEnv names the folder of the programs built before the run entered the namespace:
+// kubectl-fencedlease and undeploy.
+const binEnv = "REALNODE_BIN"
+
+// program is the path of a program built before the run entered the namespace.
+func program(name string) string { return filepath.Join(os.Getenv(binEnv), name) }
 
 const (
 	operatorNamespace  = "fencedlease-system"

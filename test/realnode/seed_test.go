@@ -2,7 +2,6 @@ package realnode
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -98,7 +97,7 @@ func testSeedTimeline(t *testing.T) {
 	if want := []int64{1, 2, 3}; !slices.Equal(tokens, want) {
 		t.Errorf("tokens granted %v, want %v", tokens, want)
 	}
-	plugin := os.Getenv(pluginEnv)
+	plugin := program("kubectl-fencedlease")
 	for _, args := range [][]string{{"status", lease}, {"history", lease}} {
 		out, err := runProgram(plugin, append(args, "-n", ns, "--kubeconfig", rc.Kubeconfig)...)
 		if err != nil {
