@@ -5,6 +5,7 @@
 //	images push -layout DIR -ref REF [-insecure]
 //	images describe -layout DIR
 //	images serve -addr HOST:PORT NAME=LAYOUT...
+//	images pack -out DIR -entrypoint PATH FILE...
 //
 // build reads DIR/<os>_<arch>/ for each platform's static binaries (what the Dockerfile's
 // build stage produces) and writes one OCI image layout per image under -out, each an
@@ -31,6 +32,8 @@ func main() {
 		err = runDescribe(os.Args[2:])
 	case "serve":
 		err = runServe(os.Args[2:])
+	case "pack":
+		err = runPack(os.Args[2:])
 	default:
 		usage()
 	}
@@ -41,7 +44,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: images build|push|describe|serve [flags]; images CMD -h for its flags")
+	fmt.Fprintln(os.Stderr, "usage: images build|push|describe|serve|pack [flags]; images CMD -h for its flags")
 	os.Exit(2)
 }
 

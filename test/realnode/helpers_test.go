@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 // newNamespace creates a namespace for one spec, with a service account bound to the
@@ -106,4 +108,19 @@ func describe(p *corev1.Pod) string {
 func runProgram(bin string, args ...string) (string, error) {
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	return string(out), err
+}
+
+func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+func testenvWatch(ns string) (*testenv.GrantWatcher, error) {
+	return testenv.WatchGrants(context.Background(), rc.Client, ns)
+}
+
+// getPodOrNil is the pod, or nil once it is gone.
+func getPodOrNil(ns, name string) *corev1.Pod {
+	p := &corev1.Pod{}
+	if rc.Client.Get(context.Background(), clientKey(ns, name), p) != nil {
+		return nil
+	}
+	return p
 }

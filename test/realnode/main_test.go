@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -44,6 +45,10 @@ func TestMain(m *testing.M) {
 				os.Exit(1)
 			}
 		}
+		if err := packWorkload(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "realnode:", err)
+			os.Exit(1)
+		}
 		os.Setenv(binEnv, dir)
 		code, err := realcluster.RunInNetns()
 		if err != nil {
@@ -67,6 +72,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	layouts[workloadImage] = filepath.Join(os.Getenv(binEnv), workloadImage)
 	start := time.Now()
 	var err error
 	rc, err = realcluster.Start(realcluster.Options{Images: layouts, ImageTool: filepath.Join(root, "bin", "image-tool"),
@@ -96,12 +102,40 @@ func run(m *testing.M) int {
 func TestRealNodes(t *testing.T) {
 	t.Run("bundle", func(t *testing.T) { checkInstall(t, operatorNamespace, "fencedlease") })
 	t.Run("seed timeline", testSeedTimeline)
+	t.Run("agent sidecar", testAgentSidecar)
+	t.Run("warm hold and downward API", testWarmHold)
+	t.Run("warm standby behind a Service", testWarmService)
 	t.Run("helm chart", testHelmChart)
 }
 
 // binEnv names the folder of the programs built before the run entered the namespace:
 // kubectl-fencedlease and undeploy.
 const binEnv = "REALNODE_BIN"
+
+// workloadImage is the suite's own image: test/realnode/workload with fencedlease-agent.
+const workloadImage = "realnode-workload"
+
+// packWorkload builds the workload and packs it with the agent of make images into an
+// image layout in dir/realnode-workload.
+func packWorkload(dir string) error {
+	files := filepath.Join(dir, "workload-files")
+	if out, err := testenv.GoBuild("-o", filepath.Join(files, "workload"), "./test/realnode/workload").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./test/realnode/workload: %v\n%s", err, out)
+	}
+	agent, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "bin", "images", "bin", "linux_"+runtime.GOARCH, "fencedlease-agent"))
+	if err != nil {
+		return fmt.Errorf("%v: run 'make images' (make test does)", err)
+	}
+	if err := os.WriteFile(filepath.Join(files, "fencedlease-agent"), agent, 0o755); err != nil {
+		return err
+	}
+	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "image-tool"), "pack", "-out", filepath.Join(dir, workloadImage),
+		filepath.Join(files, "workload"), filepath.Join(files, "fencedlease-agent")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("image-tool pack: %v\n%s", err, out)
+	}
+	return nil
+}
 
 // program is the path of a program built before the run entered the namespace.
 func program(name string) string { return filepath.Join(os.Getenv(binEnv), name) }
