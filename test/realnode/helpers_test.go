@@ -124,3 +124,5 @@ func getPodOrNil(ns, name string) *corev1.Pod {
 	}
 	return p
 }
+
+func clientNamespace(ns string) client.InNamespace { return client.InNamespace(ns) }

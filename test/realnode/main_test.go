@@ -105,6 +105,7 @@ func TestRealNodes(t *testing.T) {
 	t.Run("agent sidecar", testAgentSidecar)
 	t.Run("warm hold and downward API", testWarmHold)
 	t.Run("warm standby behind a Service", testWarmService)
+	t.Run("CronJob with concurrencyPolicy Allow", testCronJobAllow)
 	t.Run("helm chart", testHelmChart)
 }
 

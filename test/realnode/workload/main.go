@@ -2,7 +2,8 @@
 // host name (the pod's name), and prints a line whenever the token it sees changes: in its
 // environment (FENCING_TOKEN) and in the downward-API file /etc/fencing/token, with the
 // time in Unix nanoseconds, so the suite can tell when a grant reached it. On SIGTERM it
-// prints when it stopped. Packed with fencedlease-agent into the suite's image, so
+// prints when it stopped. With WORK_UNTIL (Unix seconds) it ends then (a batch run).
+// Packed with fencedlease-agent into the suite's image, so
 // `fencedlease-agent hold -- /workload` runs in a container.
 package main
 
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -26,21 +28,32 @@ func main() {
 	}()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	var done <-chan time.Time
+	if until, err := strconv.ParseInt(os.Getenv("WORK_UNTIL"), 10, 64); err == nil {
+		done = time.After(time.Until(time.Unix(until, 0)))
+	}
 	env := os.Getenv("FENCING_TOKEN")
 	last := ""
+	report := func() {
+		raw, _ := os.ReadFile("/etc/fencing/token")
+		now := fmt.Sprintf("env=%s file=%s", env, strings.TrimSpace(string(raw)))
+		if now != last {
+			fmt.Printf("T=%d %s\n", time.Now().UnixNano(), now)
+			last = now
+		}
+	}
+	report() // at once: a run whose time is up still says what it saw
 	tick := time.NewTicker(20 * time.Millisecond)
 	for {
 		select {
 		case <-sig:
 			fmt.Printf("T=%d stopped\n", time.Now().UnixNano())
 			return
+		case <-done:
+			fmt.Printf("T=%d done\n", time.Now().UnixNano())
+			return
 		case <-tick.C:
-			raw, _ := os.ReadFile("/etc/fencing/token")
-			now := fmt.Sprintf("env=%s file=%s", env, strings.TrimSpace(string(raw)))
-			if now != last {
-				fmt.Printf("T=%d %s\n", time.Now().UnixNano(), now)
-				last = now
-			}
+			report()
 		}
 	}
 }
