@@ -88,6 +88,7 @@ func testAgentSidecar(t *testing.T) {
 		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 4, StartupDeadlineSeconds: 60}}))
 	pod := workloadPod(ns, "worker", lease, corev1.Container{Name: "work", Command: []string{"/workload"}})
 	pod.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
+	created := time.Now()
 	must(t, rc.Client.Create(ctx, pod))
 	reportedAt(t, ns, "worker", "work", "env=1 file=1", 90*time.Second)
 	p := getPod(t, ns, "worker")
@@ -108,6 +109,10 @@ func testAgentSidecar(t *testing.T) {
 	}
 	if agentStarted.IsZero() || workStarted.IsZero() || workStarted.Before(agentStarted) {
 		t.Errorf("the agent must run, started, before the workload: agent %v, workload %v\n%s", agentStarted, workStarted, describe(p))
+	}
+	if fl := getFencedLease(t, ns, lease); fl.Status.Holder != nil && fl.Status.Holder.FirstRenewTime != nil {
+		measured("Cold pod with the agent: create → first renewal", "%v (grant %v, then scheduling, pull, sidecar start)",
+			fl.Status.Holder.FirstRenewTime.Sub(created).Round(10*time.Millisecond), fl.Status.Holder.AcquireTime.Sub(created).Round(10*time.Millisecond))
 	}
 	// The agent renews: the Lease is renewed for longer than its duration.
 	time.Sleep(6 * time.Second)
@@ -148,6 +153,8 @@ func testWarmHold(t *testing.T) {
 		t.Errorf("hold stopped warm-1's command at %v, not before warm-2 was granted at %v", stopped, granted)
 	}
 	file := reportedAt(t, ns, "warm-2", "watch", "env= file=2", 3*time.Minute)
+	measured("downward-API file /etc/fencing/token after a grant", "%v after the Granted event", file.Sub(granted).Round(time.Millisecond))
+	measured("hold stops its command before the next grant", "%v before", granted.Sub(stopped).Round(time.Millisecond))
 	t.Logf("hold stopped the revoked command %v before the next grant; the downward-API file showed the token %v after the Granted event",
 		granted.Sub(stopped).Round(time.Millisecond), file.Sub(granted).Round(time.Millisecond))
 	if _, err := grants.Stop(); err != nil {

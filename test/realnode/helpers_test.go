@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -126,3 +127,27 @@ func getPodOrNil(ns, name string) *corev1.Pod {
 }
 
 func clientNamespace(ns string) client.InNamespace { return client.InNamespace(ns) }
+
+func getFencedLease(t *testing.T, ns, name string) *fencingv1.FencedLease {
+	t.Helper()
+	fl := &fencingv1.FencedLease{}
+	must(t, rc.Client.Get(context.Background(), clientKey(ns, name), fl))
+	return fl
+}
+
+// loggedAt is the kubelet's timestamp of the first line of a container's log holding want.
+func loggedAt(t *testing.T, ns, pod, container, want string) time.Time {
+	t.Helper()
+	raw, err := clientset(t).CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Timestamps: true}).DoRaw(context.Background())
+	must(t, err)
+	for line := range strings.Lines(string(raw)) {
+		stamp, text, _ := strings.Cut(line, " ")
+		if strings.Contains(text, want) {
+			at, err := time.Parse(time.RFC3339Nano, stamp)
+			must(t, err)
+			return at
+		}
+	}
+	t.Fatalf("%s/%s's log holds no %q:\n%s", pod, container, want, raw)
+	return time.Time{}
+}

@@ -6,6 +6,7 @@
 package realnode
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -94,7 +95,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Printf("realnode: the operator available from dist/install.yaml in %v\n", time.Since(start).Round(100*time.Millisecond))
-	return m.Run()
+	for _, name := range []string{"fencedlease", "fencedlease-agent"} {
+		measureImage(root, name)
+	}
+	code := m.Run()
+	printReport()
+	return code
 }
 
 // TestRealNodes runs the specs in order on the one cluster: the bundle's install first,
@@ -106,6 +112,7 @@ func TestRealNodes(t *testing.T) {
 	t.Run("warm hold and downward API", testWarmHold)
 	t.Run("warm standby behind a Service", testWarmService)
 	t.Run("CronJob with concurrencyPolicy Allow", testCronJobAllow)
+	t.Run("operator memory with 1,000 FencedLeases", testOperatorMemory)
 	t.Run("helm chart", testHelmChart)
 }
 
@@ -145,6 +152,33 @@ const (
 	operatorNamespace  = "fencedlease-system"
 	operatorDeployment = "fencedlease-controller-manager"
 )
+
+// measureImage records an image's size: compressed (what a pull transfers) and unpacked.
+func measureImage(root, name string) {
+	out, err := exec.Command(filepath.Join(root, "bin", "image-tool"), "describe", "-layout", filepath.Join(root, "bin", "images", name)).Output()
+	if err != nil {
+		measured("image "+name, "describe: %v", err)
+		return
+	}
+	var descs []struct {
+		Platform   string `json:"platform"`
+		Compressed int64  `json:"compressedBytes"`
+		Files      []struct {
+			Size int64 `json:"size"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(out, &descs); err != nil {
+		measured("image "+name, "describe: %v", err)
+		return
+	}
+	for _, d := range descs {
+		var unpacked int64
+		for _, f := range d.Files {
+			unpacked += f.Size
+		}
+		measured(fmt.Sprintf("image %s (%s)", name, d.Platform), "%.1f MB compressed, %.1f MB unpacked", float64(d.Compressed)/1e6, float64(unpacked)/1e6)
+	}
+}
 
 // kubectl runs kubectl as the cluster's admin.
 func kubectl(args ...string) (string, error) {

@@ -57,6 +57,7 @@ func testSeedTimeline(t *testing.T) {
 	first := getPod(t, ns, "scheduler-1")
 	must(t, rc.Freeze(first, "scheduler"))
 	frozen := time.Now()
+	renewed := lastRenewal(t, ns, lease)
 	t.Logf("froze scheduler-1 (token %s) on %s", first.Annotations[fencingv1.TokenAnnotation], first.Spec.NodeName)
 	thawed := false
 	thaw := func() {
@@ -71,6 +72,9 @@ func testSeedTimeline(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // FIFO: scheduler-2 is the older candidate
 	}
 	waitForLog(t, ns, "scheduler-2", "scheduler", "invoice run tenant-7/2026-11 created with token 2", 90*time.Second)
+	working := loggedAt(t, ns, "scheduler-2", "scheduler", "holding token 2")
+	measured("Cold failover to work (last renewal → next pod's process holds)", "%v (lease %ds; pod start included)",
+		working.Sub(renewed).Round(10*time.Millisecond), leaseSeconds)
 	if held := time.Since(frozen); held < 2*leaseSeconds*time.Second {
 		time.Sleep(2*leaseSeconds*time.Second - held)
 	}

@@ -73,6 +73,7 @@ func testWarmService(t *testing.T) {
 	}
 	must(t, rc.Freeze(getPod(t, ns, first), "server"))
 	frozen := time.Now()
+	renewed := lastRenewal(t, ns, lease)
 	t.Cleanup(func() {
 		if p := getPodOrNil(ns, first); p != nil {
 			_ = rc.Thaw(p, "server")
@@ -82,7 +83,10 @@ func testWarmService(t *testing.T) {
 	if err := poll(2*time.Minute, func() bool { next = ask(); return next != "" && next != first }); err != nil {
 		t.Fatalf("the Service never answered from a new holder after %s was frozen", first)
 	}
-	gap := time.Since(frozen)
+	answered := time.Now()
+	gap := answered.Sub(frozen)
+	measured("Warm failover to work (last renewal → Service answers from the next)", "%v (lease %ds)",
+		answered.Sub(renewed).Round(10*time.Millisecond), leaseSeconds)
 	if h := holder(); next != h {
 		t.Errorf("after the freeze the Service answered from %s, but the holder is %q", next, h)
 	}
