@@ -222,11 +222,13 @@ push: images ## Push the images to IMG and AGENT_IMG with your registry credenti
 .PHONY: cluster
 cluster: nodes ## A real two-node cluster on this machine (kubelets, containerd, runc, CNI, kube-proxy, a registry with make images' output), as root, until Ctrl-C.
 	$(MAKE) images IMAGE_PLATFORMS=linux/$$(go env GOARCH)
-	go run ./hack/cluster
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/cluster ./hack/cluster
+	$(BIN)/cluster
 
 .PHONY: cluster-down
 cluster-down: ## Remove what a killed make cluster or real-node test run left: processes, mounts, cgroups, the network namespace.
-	go run ./hack/cluster -down
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/cluster ./hack/cluster
+	$(BIN)/cluster -down
 
 .PHONY: docker-build
 docker-build: ## Build the operator image $(IMG) and the agent image $(AGENT_IMG) (needs a Docker engine).

@@ -34,6 +34,13 @@ func main() {
 		}
 		os.Exit(code)
 	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		// make exports it; run by hand from the repository, take what make nodes built.
+		if dirs, _ := filepath.Glob("bin/k8s/*"); len(dirs) > 0 {
+			abs, _ := filepath.Abs(dirs[len(dirs)-1])
+			os.Setenv("KUBEBUILDER_ASSETS", abs)
+		}
+	}
 	layouts := map[string]string{}
 	for _, name := range []string{"fencedlease", "fencedlease-agent", "pause"} {
 		dir, err := filepath.Abs(filepath.Join(*images, name))

@@ -58,6 +58,8 @@ func RunInNetns() (int, error) {
 	cmd := exec.Command("nsenter", append([]string{"--net=/run/netns/" + Netns, "--", self}, os.Args[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), netnsEnv+"="+Netns)
+	// Killed with this process, so the next run's Cleanup finds no run still going.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
