@@ -55,6 +55,8 @@ type Cluster struct {
 	registry   string
 	nodes      map[string]*node
 	procs      []*exec.Cmd
+	// exited is closed when a component's process has ended.
+	exited map[*exec.Cmd]chan struct{}
 }
 
 // Registry is the registry's host:port, the prefix of every image the pods pull.
@@ -82,7 +84,7 @@ func Start(o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Env: env, dir: StateDir(), assets: env.BinaryAssetsDirectory, nodes: map[string]*node{},
+	c = &Cluster{Env: env, dir: StateDir(), assets: env.BinaryAssetsDirectory, nodes: map[string]*node{}, exited: map[*exec.Cmd]chan struct{}{},
 		registry: fmt.Sprintf("%s:%d", ServerIP, RegistryPort)}
 	for _, bin := range []string{"kube-scheduler", "kube-controller-manager", "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "cni/bridge"} {
 		if _, err := os.Stat(filepath.Join(c.assets, bin)); err != nil {
@@ -278,7 +280,9 @@ func (c *Cluster) run(name, binary string, args ...string) (*exec.Cmd, error) {
 		log.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	go func() { _ = cmd.Wait(); log.Close() }()
+	done := make(chan struct{})
+	c.exited[cmd] = done
+	go func() { _ = cmd.Wait(); log.Close(); close(done) }()
 	c.procs = append(c.procs, cmd)
 	return cmd, nil
 }

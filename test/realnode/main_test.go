@@ -90,7 +90,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "realnode: kubectl apply: %v\n%s", err, out)
 		return 1
 	}
-	if out, err := kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=180s"); err != nil {
+	if out, err := kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=300s"); err != nil {
 		fmt.Fprintf(os.Stderr, "realnode: the operator did not become available: %v\n%s\n%s", err, out, clusterState(operatorNamespace))
 		return 1
 	}
@@ -113,6 +113,7 @@ func TestRealNodes(t *testing.T) {
 	t.Run("warm standby behind a Service", testWarmService)
 	t.Run("CronJob with concurrencyPolicy Allow", testCronJobAllow)
 	t.Run("operator memory with 1,000 FencedLeases", testOperatorMemory)
+	t.Run("kubelet and containerd restarts on the holder's node", testNodeAgentRestarts)
 	t.Run("helm chart", testHelmChart)
 }
 

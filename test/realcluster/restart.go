@@ -1,0 +1,54 @@
+package realcluster
+
+import (
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// StopKubelet stops a node's kubelet as a crash does (SIGKILL): its containers, their
+// shims and containerd keep running.
+func (c *Cluster) StopKubelet(node string) error {
+	n := c.nodes[node]
+	if n == nil {
+		return fmt.Errorf("no node %s", node)
+	}
+	return c.stop(n.kubelet)
+}
+
+// StartKubelet starts a node's kubelet again; it adopts the containers it finds.
+func (c *Cluster) StartKubelet(node string) error {
+	n := c.nodes[node]
+	if n == nil {
+		return fmt.Errorf("no node %s", node)
+	}
+	return c.startKubelet(n)
+}
+
+// RestartContainerd stops a node's containerd (SIGKILL) and starts it again: the shims
+// keep the containers running and the new containerd reconnects to them.
+func (c *Cluster) RestartContainerd(node string) error {
+	n := c.nodes[node]
+	if n == nil {
+		return fmt.Errorf("no node %s", node)
+	}
+	if err := c.stop(n.containerd); err != nil {
+		return err
+	}
+	return c.startContainerd(n)
+}
+
+// stop kills a component's process group and waits until its process has ended.
+func (c *Cluster) stop(cmd *exec.Cmd) error {
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-c.exited[cmd]:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("pid %d did not end 10 s after SIGKILL", cmd.Process.Pid)
+	}
+}
