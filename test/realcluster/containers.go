@@ -22,22 +22,29 @@ func (c *Cluster) Thaw(pod *corev1.Pod, container string) error {
 }
 
 func (c *Cluster) task(pod *corev1.Pod, container, verb string) error {
-	n := c.nodes[pod.Spec.NodeName]
-	if n == nil {
-		return fmt.Errorf("pod %s is on no node of this cluster (%q)", pod.Name, pod.Spec.NodeName)
-	}
-	id := ""
-	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
-		if s.Name == container {
-			_, id, _ = strings.Cut(s.ContainerID, "://")
-		}
-	}
-	if id == "" {
-		return fmt.Errorf("pod %s has no running container %s", pod.Name, container)
+	n, id, err := c.containerOf(pod, container)
+	if err != nil {
+		return err
 	}
 	out, err := exec.Command(filepath.Join(c.assets, "ctr"), "--address", n.socket(), "-n", "k8s.io", "tasks", verb, id).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr tasks %s %s (%s/%s): %v: %s", verb, id, pod.Name, container, err, out)
 	}
 	return nil
+}
+
+// containerOf is the node a pod runs on and the ID of one of its containers.
+func (c *Cluster) containerOf(pod *corev1.Pod, container string) (*node, string, error) {
+	n := c.nodes[pod.Spec.NodeName]
+	if n == nil {
+		return nil, "", fmt.Errorf("pod %s is on no node of this cluster (%q)", pod.Name, pod.Spec.NodeName)
+	}
+	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if s.Name == container {
+			if _, id, _ := strings.Cut(s.ContainerID, "://"); id != "" {
+				return n, id, nil
+			}
+		}
+	}
+	return nil, "", fmt.Errorf("pod %s has no running container %s", pod.Name, container)
 }

@@ -26,20 +26,26 @@ import (
 func checkInstall(t *testing.T, ns, prefix string) {
 	ctx := context.Background()
 	cs := clientset(t)
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
-	must(t, err)
+	// helm --wait and a rollout count a Deployment ready at replicas − maxUnavailable.
 	nodes := map[string]string{}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) {
-			nodes[p.Spec.NodeName] = p.Name
+	if err := poll(3*time.Minute, func() bool {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+		if err != nil {
+			return false
 		}
-	}
-	if len(nodes) != 2 {
+		nodes = map[string]string{}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				nodes[p.Spec.NodeName] = p.Name
+			}
+		}
+		return len(nodes) == 2
+	}); err != nil {
 		t.Errorf("want two ready operator replicas on two nodes, have %v", nodes)
 	}
 
 	// One leader, one of the two replicas.
-	if err := poll(60*time.Second, func() bool {
+	if err := poll(3*time.Minute, func() bool {
 		leases, err := cs.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false

@@ -114,6 +114,7 @@ func TestRealNodes(t *testing.T) {
 	t.Run("CronJob with concurrencyPolicy Allow", testCronJobAllow)
 	t.Run("operator memory with 1,000 FencedLeases", testOperatorMemory)
 	t.Run("kubelet and containerd restarts on the holder's node", testNodeAgentRestarts)
+	t.Run("holder cut off from the API server", testCutOffFromAPIServer)
 	t.Run("helm chart", testHelmChart)
 }
 

@@ -2,7 +2,8 @@
 // host name (the pod's name), and prints a line whenever the token it sees changes: in its
 // environment (FENCING_TOKEN) and in the downward-API file /etc/fencing/token, with the
 // time in Unix nanoseconds, so the suite can tell when a grant reached it. On SIGTERM it
-// prints when it stopped. With WORK_UNTIL (Unix seconds) it ends then (a batch run).
+// prints when it stopped. With LEDGER_DSN it writes through the SQL fence (writer.go).
+// With WORK_UNTIL (Unix seconds) it ends then (a batch run).
 // Packed with fencedlease-agent into the suite's image, so
 // `fencedlease-agent hold -- /workload` runs in a container.
 package main
@@ -28,6 +29,10 @@ func main() {
 	}()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	stopWriting := make(chan struct{})
+	if dsn := os.Getenv("LEDGER_DSN"); dsn != "" {
+		go write(dsn, name, stopWriting)
+	}
 	var done <-chan time.Time
 	if until, err := strconv.ParseInt(os.Getenv("WORK_UNTIL"), 10, 64); err == nil {
 		done = time.After(time.Until(time.Unix(until, 0)))
@@ -47,6 +52,7 @@ func main() {
 	for {
 		select {
 		case <-sig:
+			close(stopWriting)
 			fmt.Printf("T=%d stopped\n", time.Now().UnixNano())
 			return
 		case <-done:
