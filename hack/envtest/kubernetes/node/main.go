@@ -6,20 +6,15 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
+
+	"github.com/fencedlease/fencedlease/hack/envtest/kubernetes/multicall"
 )
 
 var commands = map[string]func() *cobra.Command{
@@ -27,18 +22,4 @@ var commands = map[string]func() *cobra.Command{
 	"kube-proxy": func() *cobra.Command { return proxy.NewProxyCommand() },
 }
 
-func main() {
-	name := filepath.Base(os.Args[0])
-	if _, ok := commands[name]; !ok && len(os.Args) > 1 {
-		name = os.Args[1]
-		os.Args = append([]string{name}, os.Args[2:]...)
-	}
-	newCommand, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "kube-node: run as, or with first argument, one of: %s (got %q)\n", strings.Join(slices.Sorted(maps.Keys(commands)), ", "), strings.Join(os.Args, " "))
-		os.Exit(2)
-	}
-	cmd := newCommand()
-	cmd.SetArgs(os.Args[1:])
-	os.Exit(cli.Run(cmd))
-}
+func main() { multicall.Run("kube-node", commands) }
