@@ -219,7 +219,7 @@ type Revocation struct {
 }
 
 // RevocationReason says why a grant was revoked.
-// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved;HandoffTimeout;RevokeRequested;PodCannotStart
+// +kubebuilder:validation:Enum=LeaseExpired;StartupDeadlineExceeded;FencedLeaseDeleted;LabelRemoved;HandoffTimeout;RevokeRequested;PodCannotStart;PodCannotRun
 type RevocationReason string
 
 const (
@@ -247,6 +247,11 @@ const (
 	// Failed) or stayed unschedulable for 60 s of the operator's clock. It is revoked at once and
 	// deleted whatever the policy: it never ran.
 	ReasonPodCannotStart RevocationReason = "PodCannotStart"
+	// ReasonPodCannotRun: after it renewed, a container of the holder pod reported that it
+	// cannot run (a crash loop, repeated OOM kills, a bad config on restart) while the pod
+	// kept renewing (its agent sidecar). As with RevokeRequested, its renewals were refused
+	// from then on, and it was revoked when its lease ran out. A single restart is not this.
+	ReasonPodCannotRun RevocationReason = "PodCannotRun"
 )
 
 // ReleaseReason says why a grant ended without fault (a revocation takes it away). It is

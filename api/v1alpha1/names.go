@@ -36,6 +36,13 @@ const (
 	// reads it from every renewal.
 	SuccessorAnnotation = "fencing.fencedlease.io/successor"
 
+	// CutOffReasonAnnotation on the Lease says why the operator cut its holder off when
+	// no other object says so (PodCannotRun: the pod's crash loop may pause between
+	// back-offs), written in the same compare-and-swap that clears the holder and removed
+	// by the next grant: a restarted operator still waits the lease out and revokes
+	// for that reason.
+	CutOffReasonAnnotation = "fencing.fencedlease.io/cut-off-reason"
+
 	// RevokeAnnotation on a FencedLease asks the operator to revoke the grant with that
 	// token (decimal int64), as `kubectl fencedlease revoke` does. The operator clears the
 	// Lease at once, so the holder can renew no more, and revokes when the lease the

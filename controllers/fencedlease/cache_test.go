@@ -70,6 +70,23 @@ func TestCompactPodKeepsOnlyWhatTheControllerReads(t *testing.T) {
 	if _, leaked := cached.Labels["z"]; leaked || !equality.Semantic.DeepEqual(copied.Gates, cached.Gates) {
 		t.Error("DeepCopyObject shares the labels, or lost the gates")
 	}
+	// Of the container statuses: those that wait for a reason that says the container
+	// cannot run, and those that restarted (how they last ended), no more.
+	withStatuses := full.DeepCopy()
+	exited := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, Message: "long", FinishedAt: now}}
+	withStatuses.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: "fine", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}},
+		{Name: "restarted", RestartCount: 1, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}, LastTerminationState: exited},
+		{Name: "looping", RestartCount: 2, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, LastTerminationState: exited},
+	}
+	got, _ = compactPod(withStatuses)
+	lastExit := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}
+	if want := []corev1.ContainerStatus{
+		{Name: "restarted", RestartCount: 1, LastTerminationState: lastExit},
+		{Name: "looping", RestartCount: 2, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, LastTerminationState: lastExit},
+	}; !equality.Semantic.DeepEqual(got.(*cachedPod).pod().Status.ContainerStatuses, want) {
+		t.Errorf("container statuses kept:\n got %+v\nwant %+v", got.(*cachedPod).pod().Status.ContainerStatuses, want)
+	}
 	// Anything else (a tombstone, a pod compacted already) passes through.
 	other := "not a pod"
 	if got, _ := compactPod(other); got != other {

@@ -225,8 +225,8 @@ func settled(fl *fencingv1.FencedLease, d decision) bool {
 
 // executedOnLease follows a Lease cleared (or handed over) before the status write (X3,
 // C1): a revocation is remembered with its reason, and when the hand-over happened, until
-// the status records it, and a cut-off on request is told to the user now, while the
-// grant still runs out.
+// the status records it, and a cut-off on request or for a pod that cannot run is told to
+// the user now, while the grant still runs out.
 func (r *Reconciler) executedOnLease(fl *fencingv1.FencedLease, d decision, handedOver bool) {
 	h, key := fl.Status.Holder, client.ObjectKeyFromObject(fl)
 	switch t := d.end; {
@@ -240,6 +240,10 @@ func (r *Reconciler) executedOnLease(fl *fencingv1.FencedLease, d decision, hand
 		r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), true, corev1.EventTypeWarning, "RevokeRequested", "Revoke",
 			fmt.Sprintf("revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
 				h.Token, h.PodName, fencingv1.RevokeAnnotation, d.requeueAfter.Round(time.Millisecond)))
+	case t.kind == cutOff && t.revocation == fencingv1.ReasonPodCannotRun:
+		r.event(fl, podRef(fl.Namespace, h.PodName, h.PodUID), true, corev1.EventTypeWarning, string(fencingv1.ReasonPodCannotRun), "Revoke",
+			fmt.Sprintf("revoking token %d of pod %s: %s; its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
+				h.Token, h.PodName, t.message, d.requeueAfter.Round(time.Millisecond)))
 	}
 }
 
@@ -412,6 +416,10 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLeas
 	} else {
 		next.Spec.HolderIdentity = nil
 		delete(next.Annotations, fencingv1.HolderUIDAnnotation)
+		if t := d.ended(cutOff); t != nil && t.revocation == fencingv1.ReasonPodCannotRun {
+			// Only the Lease can say why this holder stands cut off (see waitingOutCutOff).
+			next.Annotations[fencingv1.CutOffReasonAnnotation] = string(t.revocation)
+		}
 	}
 	err := r.Update(ctx, next)
 	r.ownWrites.after(next, lease.ResourceVersion, err)

@@ -69,6 +69,12 @@ type input struct {
 	// it is not unschedulable, or already counts).
 	cannotStart       string
 	unschedulableLeft time.Duration
+	// cannotRun says why h's pod, renewed, has a container that cannot run ("" when
+	// nothing says so).
+	cannotRun string
+	// lastCrash says how a container of h's pod last ended, when one restarted ("" when
+	// none did): what a cut-off holder between two back-offs still shows.
+	lastCrash string
 	// handedOver: the Lease names the next grant already — the hand-over's
 	// compare-and-swap (X3 with G2), or a grant's first write on an idle FencedLease
 	// (G2), landed, and the status write after it did not (yet).
@@ -94,6 +100,9 @@ func classify(w world, h *fencingv1.Holder) input {
 	}
 	in.left = w.renewal.observedAt.Add(in.limit).Sub(w.now)
 	in.graceLeft = handoffGraceLeft(w, h)
+	if in.started && w.holder != nil {
+		in.cannotRun, in.lastCrash = runFailure(w.holder), lastCrash(w.holder)
+	}
 	if !in.started && w.holder != nil {
 		in.cannotStart = startFailure(w.holder)
 		if msg := unschedulable(w.holder); in.cannotStart == "" && msg != "" {
@@ -281,10 +290,15 @@ func (d *decision) recordLastRenewal(w world) {
 }
 
 // waitingOutCutOff is true while holder h stands cut off on purpose (C1: after a
-// hand-off grace period, or on a revoke request) and is revoked only when the lease it
-// last renewed has run out.
+// hand-off grace period, on a revoke request, or because its pod cannot run) and is
+// revoked only when the lease it last renewed has run out.
 func waitingOutCutOff(rec leaserecord.Record, fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
-	return rec.CutOff(h.Token) && (h.Handoff != nil || revokeRequested(fl, h))
+	return rec.CutOff(h.Token) && (h.Handoff != nil || revokeRequested(fl, h) || cutOffFor(rec, fencingv1.ReasonPodCannotRun))
+}
+
+// cutOffFor: the Lease records that the operator cut its holder off for reason.
+func cutOffFor(rec leaserecord.Record, reason fencingv1.RevocationReason) bool {
+	return rec.CutOffReason == string(reason)
 }
 
 // revokeRequested: the FencedLease asks to revoke exactly grant h (RevokeAnnotation; Q1).

@@ -142,11 +142,20 @@
 //	    in progress. A Warm candidate that already reports such a reason is never granted.
 //	X8. Lock-delay (revocationDelay, revocationDelayLeft): an involuntary revocation
 //	    (LeaseExpired, StartupDeadlineExceeded, HandoffTimeout, RevokeRequested,
-//	    LabelRemoved) freezes spec.revocationDelaySeconds into status.lastRevocation
+//	    LabelRemoved, PodCannotRun) freezes spec.revocationDelaySeconds into status.lastRevocation
 //	    (delaySeconds, nextGrantTime), and G1 waits until it has passed: on this process's
 //	    clock from when it revoked, or — a process that took over since — from its first
 //	    look (tracker: delays). Held=False, RevocationDelayed meanwhile. A release, a
 //	    PodCannotStart (it never ran) and a deleted FencedLease get none.
+//	X9. Cannot run (cannotRunRule): after its first renewal the holder pod reports a
+//	    container (or init container) waiting for one of X7's reasons — a crash loop,
+//	    repeated OOM kills among them, behind a sidecar that still renews. Cut off at
+//	    once (C1), the Lease's annotation fencing.fencedlease.io/cut-off-reason records
+//	    PodCannotRun, so a restarted process revokes it as such (C2) when its lease has
+//	    run out, with what the pod reports, or how the container last exited, as the
+//	    message. One restart that runs again is not a crash loop: the kubelet reports
+//	    CrashLoopBackOff only from the second exit. The policy applies (it ran), and
+//	    the lock-delay.
 //
 // Cut-off (cutOffRunsOutRule) — refuse renewals first, revoke when the lease has run out:
 //

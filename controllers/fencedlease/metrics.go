@@ -63,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	// Every reason exists from the start at 0, so increase() and rate() see the first one.
 	for _, reason := range []fencingv1.RevocationReason{fencingv1.ReasonLeaseExpired, fencingv1.ReasonStartupDeadlineExceeded,
 		fencingv1.ReasonFencedLeaseDeleted, fencingv1.ReasonLabelRemoved, fencingv1.ReasonHandoffTimeout, fencingv1.ReasonRevokeRequested,
-		fencingv1.ReasonPodCannotStart} {
+		fencingv1.ReasonPodCannotStart, fencingv1.ReasonPodCannotRun} {
 		m.revocations.WithLabelValues(string(reason))
 	}
 	for _, reason := range []fencingv1.ReleaseReason{fencingv1.ReleasePodFinished, fencingv1.ReleasePodDeleted, fencingv1.ReleaseLeaseReleased} {

@@ -50,9 +50,10 @@ type cachedPod struct {
 	Gates   []corev1.PodSchedulingGate
 	Phase   corev1.PodPhase
 	Message string
-	// Stuck holds the waiting init containers and containers whose reason is one of
-	// cannotStartReasons, Unscheduled the PodScheduled condition when it is False for
-	// Unschedulable: both nil for a pod that starts, as nearly all do.
+	// Stuck holds the init containers and containers waiting for one of
+	// cannotStartReasons or restarted (their last exit), Unscheduled the PodScheduled
+	// condition when it is False for Unschedulable: both nil for a pod that starts and
+	// runs, as nearly all do.
 	StuckInit, Stuck []corev1.ContainerStatus
 	Unscheduled      *corev1.PodCondition
 }
@@ -84,14 +85,25 @@ func (p *cachedPod) pod() corev1.Pod {
 	return out
 }
 
-// stuck keeps the statuses that say a container cannot start, with only their name and
-// waiting state.
+// stuck keeps the statuses that say a container cannot start or run, or restarted, with
+// only their name, waiting state, restart count and last exit (what a revocation's
+// message reports).
 func stuck(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
 	var out []corev1.ContainerStatus
 	for _, c := range statuses {
-		if w := c.State.Waiting; w != nil && cannotStartReasons[w.Reason] {
-			out = append(out, corev1.ContainerStatus{Name: c.Name, State: corev1.ContainerState{Waiting: w.DeepCopy()}})
+		w := c.State.Waiting
+		waiting := w != nil && cannotStartReasons[w.Reason]
+		if !waiting && (c.RestartCount == 0 || c.LastTerminationState.Terminated == nil) {
+			continue
 		}
+		kept := corev1.ContainerStatus{Name: c.Name, RestartCount: c.RestartCount}
+		if waiting {
+			kept.State.Waiting = w.DeepCopy()
+		}
+		if t := c.LastTerminationState.Terminated; t != nil {
+			kept.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: t.Reason, ExitCode: t.ExitCode}
+		}
+		out = append(out, kept)
 	}
 	return out
 }

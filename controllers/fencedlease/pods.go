@@ -115,17 +115,58 @@ const unschedulableBound = 60 * time.Second
 // startFailure says why pod p cannot start — a container (or init container) waiting for
 // one of cannotStartReasons, or phase Failed — or "" when nothing says so.
 func startFailure(p *corev1.Pod) string {
-	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for _, c := range list {
-			if w := c.State.Waiting; w != nil && cannotStartReasons[w.Reason] {
-				return fmt.Sprintf("container %s: %s: %s", c.Name, w.Reason, w.Message)
-			}
-		}
+	if msg := runFailure(p); msg != "" {
+		return msg
 	}
 	if p.Status.Phase == corev1.PodFailed {
 		return fmt.Sprintf("pod phase Failed: %s", p.Status.Message)
 	}
 	return ""
+}
+
+// runFailure says why a container of pod p, which ran, cannot run again — it waits for one
+// of cannotStartReasons: a crash loop (CrashLoopBackOff, repeated OOM kills included), a
+// config that broke since — or "" when none does. A container restarted once, and running
+// again, is not one: the kubelet reports CrashLoopBackOff only from its second exit in
+// a back-off period.
+func runFailure(p *corev1.Pod) string {
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range list {
+			if w := c.State.Waiting; w != nil && cannotStartReasons[w.Reason] {
+				return fmt.Sprintf("container %s: %s: %s%s", c.Name, w.Reason, w.Message, lastExit(c))
+			}
+		}
+	}
+	return ""
+}
+
+// lastCrash describes the last exit of the container of pod p that restarted most
+// ("container work: running again; last exit: Error, code 1, 2 restarts"), or "" when none
+// restarted.
+func lastCrash(p *corev1.Pod) string {
+	var worst *corev1.ContainerStatus
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for i := range list {
+			if c := &list[i]; c.RestartCount > 0 && c.LastTerminationState.Terminated != nil &&
+				(worst == nil || c.RestartCount > worst.RestartCount) {
+				worst = c
+			}
+		}
+	}
+	if worst == nil {
+		return ""
+	}
+	return fmt.Sprintf("container %s: restarted%s", worst.Name, lastExit(*worst))
+}
+
+// lastExit describes how container c last ended, when it did ("; last exit: OOMKilled,
+// code 137, 3 restarts"), or "".
+func lastExit(c corev1.ContainerStatus) string {
+	t := c.LastTerminationState.Terminated
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf("; last exit: %s, code %d, %d restarts", t.Reason, t.ExitCode, c.RestartCount)
 }
 
 // unschedulable is the scheduler's message when it reports pod p unschedulable, or "".

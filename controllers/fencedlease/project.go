@@ -70,6 +70,7 @@ func leaseShowing(fl *fencingv1.FencedLease, st *fencingv1.FencedLeaseStatus, le
 	case h != nil:
 		want.Spec.HolderIdentity = ptr.To(h.PodName)
 		want.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
+		delete(want.Annotations, fencingv1.CutOffReasonAnnotation)
 		want.Spec.LeaseDurationSeconds = ptr.To(int32(grantDuration(h, fl).Seconds()))
 		if !shows(lease, h) {
 			// G2, or a repair after someone else rewrote this grant's Lease. The

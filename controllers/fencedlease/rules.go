@@ -40,6 +40,7 @@ var holderRules = chain{
 	{"deleting", deletingRule},
 	{"label removed", labelRemovedRule},
 	{"expired", expiredRule},
+	{"cannot run", cannotRunRule},
 	{"revoke requested", revokeRequestedRule},
 	{"hand-off timeout", handoffTimeoutRule},
 	{"ask to hand off", askHandoffRule},
@@ -128,6 +129,8 @@ func cutOffRunsOutRule(in *input) (transition, bool) {
 		return transition{kind: keep, requeueAfter: in.left}, true
 	case in.revokeRequested:
 		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
+	case cutOffFor(in.record, fencingv1.ReasonPodCannotRun):
+		return transition{kind: revoke, revocation: fencingv1.ReasonPodCannotRun, message: cannotRunMessage(in)}, true
 	}
 	return transition{kind: revoke, revocation: expiryReason(in.started, true)}, true
 }
@@ -157,6 +160,31 @@ func expiredRule(in *input) (transition, bool) {
 	}
 	return transition{kind: revoke, leaseFirst: true, lateness: lateness(in.world, in.limit, -in.left),
 		revocation: expiryReason(in.started, in.h.Handoff != nil && in.graceLeft <= 0)}, true
+}
+
+// cannotRunRule: after its first renewal, a container of the holder pod reports that it
+// cannot run — a crash loop (repeated OOM kills too), a config that broke since (X9) —
+// while the pod renews (its agent sidecar does, whatever the workload does). Waiting for
+// the lease to run out would keep a grant that does no work for as long as the sidecar
+// lives: cut it off now (C1, the Lease records why) and revoke it as PodCannotRun when
+// its lease has run out (C2).
+func cannotRunRule(in *input) (transition, bool) {
+	if in.cannotRun == "" {
+		return transition{}, false
+	}
+	return transition{kind: cutOff, revocation: fencingv1.ReasonPodCannotRun, message: in.cannotRun, leaseFirst: true, requeueAfter: in.left}, true
+}
+
+// cannotRunMessage is what the holder pod reports now, or — its container restarted again
+// after a back-off — how that container last ended.
+func cannotRunMessage(in *input) string {
+	switch {
+	case in.cannotRun != "":
+		return in.cannotRun
+	case in.lastCrash != "":
+		return in.lastCrash
+	}
+	return "a container could not run when the holder was cut off"
 }
 
 // revokeRequestedRule: the FencedLease asks to revoke exactly this grant (Q1). One that

@@ -116,6 +116,7 @@ func TestRuleFinishAHalfDoneRevocation(t *testing.T) {
 			kind: revoke, revocation: fencingv1.ReasonStartupDeadlineExceeded},
 		{name: "cut off on a revoke request: waits out the lease", mod: all(revokeAsked, cutOffLeaseOf), applies: false},
 		{name: "cut off after a hand-off: waits out the lease", mod: all(handoffAsked(30, t0), cutOffLeaseOf), applies: false},
+		{name: "cut off for a pod that cannot run, after a restart: waits out the lease", mod: cutOffForCannotRun, applies: false},
 		{name: "the reason this process decided wins", mod: all(handoffAsked(30, t0), cutOffLeaseOf, remembered(fencingv1.ReasonLeaseExpired)),
 			applies: true, kind: revoke, revocation: fencingv1.ReasonLeaseExpired},
 		{name: "a remembered revoke request", mod: all(neverRenewed, revokeAsked, cutOffLeaseOf, remembered(fencingv1.ReasonRevokeRequested)),
@@ -169,6 +170,48 @@ func TestRuleCannotStart(t *testing.T) {
 	}
 }
 
+func cutOffForCannotRun(in *input) {
+	cutOffLeaseOf(in)
+	in.lease.Annotations[fencingv1.CutOffReasonAnnotation] = string(fencingv1.ReasonPodCannotRun)
+}
+func crashLooped(in *input) {
+	in.holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 2,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}
+}
+
+// The hole behind a renewing sidecar: a holder that renewed and then cannot run is cut
+// off at once and revoked when its lease runs out, not kept as long as the sidecar lives.
+func TestRuleCannotRun(t *testing.T) {
+	var cases []ruleCase
+	for _, reason := range []string{"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "ImagePullBackOff"} {
+		cases = append(cases, ruleCase{name: reason + " after the first renewal", mod: waitingIn(reason), applies: true, kind: cutOff,
+			revocation: fencingv1.ReasonPodCannotRun, leaseFirst: true, requeue: 5 * time.Second})
+	}
+	restartedOnce := func(in *input) {
+		in.holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 1,
+			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}
+	}
+	cases = append(cases,
+		ruleCase{name: "running", applies: false},
+		ruleCase{name: "restarted once and running again keeps the grant", mod: restartedOnce, applies: false},
+		ruleCase{name: "before the first renewal it is cannot start, not this", mod: all(neverRenewed, crashLooped), applies: false},
+		ruleCase{name: "the sidecar crash-loops", mod: func(in *input) {
+			crashLooped(in)
+			in.holder.Status.InitContainerStatuses, in.holder.Status.ContainerStatuses = in.holder.Status.ContainerStatuses, nil
+		}, applies: true, kind: cutOff, revocation: fencingv1.ReasonPodCannotRun, leaseFirst: true},
+		ruleCase{name: "the pod is gone: a release, not this", mod: func(in *input) { in.holder = nil }, applies: false},
+	)
+	runRuleTable(t, cannotRunRule, cases)
+
+	c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
+	got, _ := cannotRunRule(ruleInput(c, crashLooped))
+	if want := "container work: CrashLoopBackOff: back-off 10s; last exit: Error, code 1, 2 restarts"; got.message != want {
+		t.Fatalf("message %q, want %q", got.message, want)
+	}
+}
+
 func TestRuleReleased(t *testing.T) {
 	runRuleTable(t, releasedRule, []ruleCase{
 		{name: "running", applies: false},
@@ -190,7 +233,27 @@ func TestRuleCutOffRunsOut(t *testing.T) {
 			kind: revoke, revocation: fencingv1.ReasonRevokeRequested},
 		{name: "revoke request of a grant that never renewed: at once", mod: all(neverRenewed, revokeAsked, cutOffLeaseOf), applies: true,
 			kind: revoke, revocation: fencingv1.ReasonRevokeRequested},
+		{name: "cut off for a crash loop: waits out the lease", mod: all(crashLooped, cutOffForCannotRun), applies: true,
+			kind: keep, requeue: 5 * time.Second},
+		// Between two back-offs the container runs: the Lease, not the pod, says why.
+		{name: "cut off for a crash loop, the container running again: waits out the lease", mod: cutOffForCannotRun, applies: true,
+			kind: keep, requeue: 5 * time.Second},
+		{name: "cut off for a crash loop ran out", mod: all(cutOffForCannotRun, at(10*time.Second)), applies: true,
+			kind: revoke, revocation: fencingv1.ReasonPodCannotRun},
 	})
+
+	// Revoked while the container runs again after its back-off: the message still says
+	// how it last ended (measured on real nodes: a 10 s back-off outlasts a 4 s lease).
+	runningAgain := func(in *input) {
+		in.holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 3,
+			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}
+	}
+	c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
+	got, _ := cutOffRunsOutRule(ruleInput(c, all(cutOffForCannotRun, runningAgain, at(10*time.Second))))
+	if want := "container work: restarted; last exit: Error, code 1, 3 restarts"; got.message != want {
+		t.Fatalf("message %q, want %q", got.message, want)
+	}
 }
 
 func TestRuleDeleting(t *testing.T) {
@@ -284,6 +347,10 @@ func TestHolderRulesFirstMatchWins(t *testing.T) {
 		// A pod that failed before it ever renewed could not start: not a release.
 		{all(neverRenewed, func(in *input) { in.holder.Status.Phase = corev1.PodFailed }), "cannot start"},
 		{func(in *input) { in.holder.Status.Phase = corev1.PodFailed }, "released"},
+		// A holder that stopped renewing expires; one whose sidecar renews is cut off.
+		{all(crashLooped, at(10*time.Second)), "expired"},
+		{crashLooped, "cannot run"},
+		{all(crashLooped, cutOffForCannotRun), "cut off, waiting out the lease"},
 	} {
 		in := ruleInput(c, tc.mod)
 		got, ok := holderRules.evaluate(in)

@@ -9,7 +9,8 @@
 // the grant ends: the tombstone); holderIdentity and the annotation
 // fencing.fencedlease.io/holder-uid name the holder pod; acquireTime is when the grant
 // was written and renewTime equals it until the holder first renews; the annotation
-// fencing.fencedlease.io/successor asks the holder to hand off.
+// fencing.fencedlease.io/successor asks the holder to hand off; the annotation
+// fencing.fencedlease.io/cut-off-reason says why the operator cut a holder off.
 package leaserecord
 
 import (
@@ -43,6 +44,9 @@ type Record struct {
 	DurationSeconds int32
 	// Successor names the pod the holder is asked to hand off to; "" when not asked.
 	Successor string
+	// CutOffReason is why the operator cut the holder off, where only the Lease records
+	// it (the cut-off-reason annotation); "" otherwise.
+	CutOffReason string
 }
 
 // Read reads l, which may be nil (no Lease).
@@ -51,7 +55,8 @@ func Read(l *coordinationv1.Lease) Record {
 		return Record{}
 	}
 	r := Record{Exists: true, AcquireTime: l.Spec.AcquireTime, RenewTime: l.Spec.RenewTime,
-		Token: ParseToken(l.Annotations), Successor: l.Annotations[fencingv1.SuccessorAnnotation]}
+		Token: ParseToken(l.Annotations), Successor: l.Annotations[fencingv1.SuccessorAnnotation],
+		CutOffReason: l.Annotations[fencingv1.CutOffReasonAnnotation]}
 	r.LeaseLabel, r.HasLabel = l.Labels[fencingv1.LeaseLabel]
 	uid, has := l.Annotations[fencingv1.HolderUIDAnnotation]
 	r.HolderUID, r.HasHolderUID = types.UID(uid), has

@@ -23,7 +23,7 @@ func testCronJobAllow(t *testing.T) {
 	newNamespace(t, ns)
 	ctx := context.Background()
 	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
-		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 4, StartupDeadlineSeconds: 120}}))
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 10, StartupDeadlineSeconds: 120}}))
 	grants, err := testenvWatch(ns)
 	must(t, err)
 	// Every run works until 15 s past the next minute, when the scheduled run is created.

@@ -151,3 +151,25 @@ func loggedAt(t *testing.T, ns, pod, container, want string) time.Time {
 	t.Fatalf("%s/%s's log holds no %q:\n%s", pod, container, want, raw)
 	return time.Time{}
 }
+
+// podEventAt is when an event of reason about pod first happened (second precision
+// for the kubelet's; microseconds for the operator's).
+func podEventAt(t *testing.T, ns, pod, reason string) time.Time {
+	t.Helper()
+	evs, err := clientset(t).CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	must(t, err)
+	var first time.Time
+	for _, e := range evs.Items {
+		at := e.FirstTimestamp.Time
+		if at.IsZero() {
+			at = e.EventTime.Time
+		}
+		if e.Reason == reason && e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == pod && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	if first.IsZero() {
+		t.Fatalf("no %s event for pod %s", reason, pod)
+	}
+	return first
+}

@@ -115,6 +115,9 @@ func TestRealNodes(t *testing.T) {
 	t.Run("operator memory with 1,000 FencedLeases", testOperatorMemory)
 	t.Run("kubelet and containerd restarts on the holder's node", testNodeAgentRestarts)
 	t.Run("holder cut off from the API server", testCutOffFromAPIServer)
+	t.Run("crash loop behind a renewing sidecar", testCrashLoopBehindSidecar)
+	t.Run("bad image, Cold", testBadImageCold)
+	t.Run("bad image, Warm rollout", testBadImageWarm)
 	t.Run("helm chart", testHelmChart)
 }
 

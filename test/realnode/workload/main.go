@@ -3,7 +3,8 @@
 // environment (FENCING_TOKEN) and in the downward-API file /etc/fencing/token, with the
 // time in Unix nanoseconds, so the suite can tell when a grant reached it. On SIGTERM it
 // prints when it stopped. With LEDGER_DSN it writes through the SQL fence (writer.go).
-// With WORK_UNTIL (Unix seconds) it ends then (a batch run).
+// With WORK_UNTIL (Unix seconds) it ends then (a batch run). With CRASH_AFTER (a Go
+// duration) it crashes that long after it started (crash.go).
 // Packed with fencedlease-agent into the suite's image, so
 // `fencedlease-agent hold -- /workload` runs in a container.
 package main
@@ -33,6 +34,7 @@ func main() {
 	if dsn := os.Getenv("LEDGER_DSN"); dsn != "" {
 		go write(dsn, name, stopWriting)
 	}
+	crashAfterWhile()
 	var done <-chan time.Time
 	if until, err := strconv.ParseInt(os.Getenv("WORK_UNTIL"), 10, 64); err == nil {
 		done = time.After(time.Until(time.Unix(until, 0)))
