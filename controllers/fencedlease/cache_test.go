@@ -51,8 +51,8 @@ func TestCompactPodKeepsOnlyWhatTheControllerReads(t *testing.T) {
 	if !equality.Semantic.DeepEqual(slim.ObjectMeta, *want) {
 		t.Errorf("metadata changed:\n got %+v\nwant %+v", slim.ObjectMeta, *want)
 	}
-	if !equality.Semantic.DeepEqual(slim.Spec, corev1.PodSpec{SchedulingGates: full.Spec.SchedulingGates}) {
-		t.Errorf("spec kept more than the scheduling gates: %+v", slim.Spec)
+	if !equality.Semantic.DeepEqual(slim.Spec, corev1.PodSpec{SchedulingGates: full.Spec.SchedulingGates, NodeName: "n1"}) {
+		t.Errorf("spec kept more than the scheduling gates and the node: %+v", slim.Spec)
 	}
 	if !equality.Semantic.DeepEqual(slim.Status, corev1.PodStatus{Phase: corev1.PodRunning}) {
 		t.Errorf("status kept more than the phase: %+v", slim.Status)

@@ -46,6 +46,7 @@ type Reconciler struct {
 	candidacy *leadership.Candidacy
 	memory    *Memory
 	pods      podLister
+	nodes     nodeJudge // nil: every node can take a grant
 	tracker   *renewalTracker
 	recovery  *recovery
 	ownWrites *ownWrites
@@ -57,6 +58,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases/finalizers,verbs=update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -266,6 +268,7 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, unc
 	if w.pods, err = r.pods.forLease(fl.Namespace, fl.Name); err != nil {
 		return w, err
 	}
+	w.unfitNodes = r.unfitNodes(w.pods)
 	if h := fl.Status.Holder; h != nil {
 		key := client.ObjectKeyFromObject(fl)
 		w.renewal = r.tracker.observe(key, h.PodUID, h.Token, renewalOn(w.lease, h))
@@ -311,6 +314,25 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, unc
 		}
 	}
 	return w, nil
+}
+
+// unfitNodes says which of the nodes the Warm pods among pods run on cannot take a grant
+// now, and why.
+func (r *Reconciler) unfitNodes(pods []corev1.Pod) map[string]string {
+	var out map[string]string
+	for i := range pods {
+		node := pods[i].Spec.NodeName
+		if r.nodes == nil || node == "" || !warm(&pods[i]) {
+			continue
+		}
+		if why := r.nodes.unfit(node); why != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[node] = why
+		}
+	}
+	return out
 }
 
 // successorOf is the first candidate of a newer revision of grant h's workload (see

@@ -44,6 +44,9 @@ type world struct {
 	// delaySince is when this process began the lock-delay of status.lastRevocation
 	// (zero when it has none).
 	delaySince time.Time
+	// unfitNodes says, of the nodes Warm candidates run on, why one cannot take a grant
+	// now (cordoned, unreachable, not Ready); a node that can is absent.
+	unfitNodes map[string]string
 	// now is the controller's clock, read before the Lease; it carries a monotonic
 	// reading in production.
 	now time.Time
@@ -147,7 +150,7 @@ func decide(w world) decision {
 	if t := d.released(); t != nil {
 		ended = t.holder.PodUID
 	}
-	waiting := candidates(w.pods, st, ended)
+	waiting := passOver(candidates(w.pods, st, ended), w.unfitNodes)
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
 	var next *transition
 	adopted := in.handedOver && st.Holder == nil
@@ -235,7 +238,7 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 		AcquireTime:            *microTime(w.now),
 		LastRenewTime:          microTime(w.now),
 		LeaseDurationSeconds:   specDurationSeconds(fl),
-		StartupDeadlineSeconds: specStartupSeconds(fl),
+		StartupDeadlineSeconds: startupSecondsFor(fl, next),
 	}
 	return transition{kind: grant, rule: "grant", holder: h, podCreated: next.CreationTimestamp.Time,
 		requeueAfter: startupDeadline(&h, fl)}, true
@@ -257,7 +260,7 @@ func adoptRule(w world, rec leaserecord.Record) transition {
 		AcquireTime:            *acquire.DeepCopy(),
 		LastRenewTime:          acquire.DeepCopy(),
 		LeaseDurationSeconds:   specDurationSeconds(w.fl),
-		StartupDeadlineSeconds: specStartupSeconds(w.fl),
+		StartupDeadlineSeconds: startupSecondsFor(w.fl, findPod(w.pods, rec.HolderUID)),
 	}
 	if rec.DurationSeconds > 0 {
 		h.LeaseDurationSeconds = rec.DurationSeconds
@@ -373,6 +376,24 @@ func specStartupSeconds(fl *fencingv1.FencedLease) int32 {
 	}
 	return 300
 }
+
+// startupSecondsFor is the startup deadline a grant to pod p freezes: the spec's, or —
+// p a Warm standby already running, whose process waits on the Lease and confirms the
+// grant at once — a confirmation bound on the scale of the lease when that is shorter:
+// two lease durations, at least warmConfirmFloor. A standby that cannot confirm (its node
+// cut off before the node controller says so) then costs that, not a cold start's
+// deadline.
+func startupSecondsFor(fl *fencingv1.FencedLease, p *corev1.Pod) int32 {
+	s := specStartupSeconds(fl)
+	if p != nil && warm(p) && p.Status.Phase == corev1.PodRunning {
+		s = min(s, max(2*specDurationSeconds(fl), warmConfirmFloor))
+	}
+	return s
+}
+
+// warmConfirmFloor is the shortest confirmation bound of a running Warm standby, in
+// seconds: room for a renewal's round trip on a loaded API server with a short lease.
+const warmConfirmFloor = 10
 
 // specHandoffSeconds is the hand-off grace period a request made now gets.
 func specHandoffSeconds(fl *fencingv1.FencedLease) int32 {

@@ -33,7 +33,10 @@
 //	    named, or a waiting pod of a newer revision of the ended holder's workload: H4),
 //	    fencingToken+1, the token floored at the Lease's and spec.minFencingToken.
 //	    Candidates are Cold (gated by our gate alone) or Warm (admitted in spec.standby
-//	    Warm, no gate: already running), and granted in the same order either way.
+//	    Warm, no gate: already running), and granted in the same order either way, but
+//	    that a Warm one not running yet, or on a node cordoned, unreachable or not Ready,
+//	    goes behind the others (passOver). A running Warm standby's grant freezes a
+//	    startup deadline of two leases, at least warmConfirmFloor, when shorter.
 //	    Invariant: from the grant's first record on, the number is spent; a crash may
 //	    waste it, never reuse it. On an idle FencedLease (the status named no holder) the
 //	    first record is the Lease (G2), and the status follows it (G4); in a failover it is

@@ -1,6 +1,9 @@
 package fencedlease
 
 import (
+	"cmp"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -12,12 +15,52 @@ import (
 // what they show is what the controller does — but for one case it cannot see from the
 // objects alone: when a holder's grant ends while a pod of a newer revision of its own
 // workload waits, the controller grants that pod first (H4, remembered in memory).
-func GrantOrder(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus) []*corev1.Pod {
-	waiting := candidates(pods, st, "")
+// Warm standbys that cannot take over now go last (passOver): nodes are the cluster's
+// nodes, nil when the caller may not read them (then only a standby not running yet is
+// passed over).
+func GrantOrder(pods []corev1.Pod, nodes []corev1.Node, st *fencingv1.FencedLeaseStatus) []*corev1.Pod {
+	unfit := map[string]string{}
+	for i := range nodes {
+		if why := nodeUnfit(&nodes[i]); why != "" {
+			unfit[nodes[i].Name] = why
+		}
+	}
+	waiting := passOver(candidates(pods, st, ""), unfit)
 	if i := successorIndex(waiting, st.Holder, nil); i > 0 {
 		next := waiting[i]
 		copy(waiting[1:i+1], waiting[:i])
 		waiting[0] = next
 	}
 	return waiting
+}
+
+// passOver moves behind the others the Warm candidates that cannot take over now — not
+// running yet, or on a node that is cordoned, unreachable or not Ready — keeping each part
+// in its order: a healthy standby is granted before an older one whose node was lost,
+// which could not confirm the grant. With no other candidate they are still granted: a
+// node may come back, and the confirmation bound limits what it costs if it does not.
+func passOver(waiting []*corev1.Pod, unfitNodes map[string]string) []*corev1.Pod {
+	passed := func(p *corev1.Pod) int {
+		if standbyUnfit(p, unfitNodes) != "" {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(waiting, func(a, b *corev1.Pod) int { return cmp.Compare(passed(a), passed(b)) })
+	return waiting
+}
+
+// standbyUnfit says why Warm candidate p cannot take over now, or "" (a Cold candidate,
+// gated, has no node yet: it never is).
+func standbyUnfit(p *corev1.Pod, unfitNodes map[string]string) string {
+	if !warm(p) {
+		return ""
+	}
+	if why := unfitNodes[p.Spec.NodeName]; why != "" {
+		return why
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		return "not running yet"
+	}
+	return ""
 }

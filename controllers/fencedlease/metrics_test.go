@@ -44,9 +44,9 @@ func TestMetricsSeriesDoNotGrowWithFencedLeases(t *testing.T) {
 		m.setStatus(k, fencingv1.FencedLeaseStatus{FencingToken: 3, Waiting: 1})
 	}
 	perLease, total := series()
-	// Aggregate: grants, 7 revocation and 3 release reasons, 2 histograms.
-	if perLease != 200 || total != 200+13 {
-		t.Fatalf("100 FencedLeases: %d per-lease series of %d; want 200 (two gauges each) of 213", perLease, total)
+	// Aggregate: grants, 8 revocation and 3 release reasons, 2 histograms.
+	if perLease != 200 || total != 200+14 {
+		t.Fatalf("100 FencedLeases: %d per-lease series of %d; want 200 (two gauges each) of 214", perLease, total)
 	}
 	for i := range 100 {
 		m.forget(types.NamespacedName{Namespace: "ns", Name: "fl-" + string(rune('a'+i%26)) + string(rune('a'+i/26))})

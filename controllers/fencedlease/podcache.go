@@ -47,9 +47,12 @@ const podLeaseIndex = "fencing.fencedlease.io/lease"
 type cachedPod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	Gates   []corev1.PodSchedulingGate
-	Phase   corev1.PodPhase
-	Message string
+	Gates []corev1.PodSchedulingGate
+	// NodeName is the node the pod is bound to: a Warm standby on a node that cannot
+	// run it is passed over.
+	NodeName string
+	Phase    corev1.PodPhase
+	Message  string
 	// Stuck holds the init containers and containers waiting for one of
 	// cannotStartReasons or restarted (their last exit), Unscheduled the PodScheduled
 	// condition when it is False for Unschedulable: both nil for a pod that starts and
@@ -61,7 +64,7 @@ type cachedPod struct {
 // DeepCopyObject makes cachedPod a runtime.Object, as the informer and the event handlers
 // need.
 func (p *cachedPod) DeepCopyObject() runtime.Object {
-	out := &cachedPod{TypeMeta: p.TypeMeta, Gates: slices.Clone(p.Gates), Phase: p.Phase, Message: p.Message,
+	out := &cachedPod{TypeMeta: p.TypeMeta, Gates: slices.Clone(p.Gates), NodeName: p.NodeName, Phase: p.Phase, Message: p.Message,
 		StuckInit: deepCopyStatuses(p.StuckInit), Stuck: deepCopyStatuses(p.Stuck)}
 	if p.Unscheduled != nil {
 		out.Unscheduled = p.Unscheduled.DeepCopy()
@@ -75,6 +78,7 @@ func (p *cachedPod) pod() corev1.Pod {
 	out := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Spec.SchedulingGates = slices.Clone(p.Gates)
+	out.Spec.NodeName = p.NodeName
 	out.Status.Phase = p.Phase
 	out.Status.Message = p.Message
 	out.Status.InitContainerStatuses = deepCopyStatuses(p.StuckInit)
@@ -127,7 +131,7 @@ func compactPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	c := &cachedPod{ObjectMeta: p.ObjectMeta, Gates: p.Spec.SchedulingGates, Phase: p.Status.Phase, Message: p.Status.Message,
+	c := &cachedPod{ObjectMeta: p.ObjectMeta, Gates: p.Spec.SchedulingGates, NodeName: p.Spec.NodeName, Phase: p.Status.Phase, Message: p.Status.Message,
 		StuckInit: stuck(p.Status.InitContainerStatuses), Stuck: stuck(p.Status.ContainerStatuses)}
 	for _, cond := range p.Status.Conditions {
 		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {

@@ -116,6 +116,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.pods = pods
+	nodes, err := newNodeCache(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(nodes); err != nil {
+		return err
+	}
+	r.nodes = nodes
 	if r.memory != nil {
 		r.tracker = r.memory.tracker
 	} else {

@@ -131,7 +131,13 @@ func (o *Options) status(cmd *cobra.Command, c client.Client, ns, name string) (
 		st.Holder.Recording = pending
 		st.Handoff = h.Handoff
 	}
-	for _, p := range fencedlease.GrantOrder(pods.Items, &fl.Status) {
+	// Nodes say which Warm standbys are passed over; a user who may not list them (most
+	// namespaced roles) sees the order without that.
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		nodes.Items = nil
+	}
+	for _, p := range fencedlease.GrantOrder(pods.Items, nodes.Items, &fl.Status) {
 		st.Waiting = append(st.Waiting, WaitingPod{Pod: p.Name, Created: p.CreationTimestamp.Time,
 			Age: metav1.Duration{Duration: now.Sub(p.CreationTimestamp.Time)}, Phase: p.Status.Phase})
 	}

@@ -118,6 +118,8 @@ func TestRealNodes(t *testing.T) {
 	t.Run("crash loop behind a renewing sidecar", testCrashLoopBehindSidecar)
 	t.Run("bad image, Cold", testBadImageCold)
 	t.Run("bad image, Warm rollout", testBadImageWarm)
+	t.Run("node lost, containers running", testNodeLostContainersRunning)
+	t.Run("Warm standby on the lost node", testWarmStandbyOnLostNode)
 	t.Run("helm chart", testHelmChart)
 }
 

@@ -22,7 +22,8 @@ const writesTable = `CREATE TABLE IF NOT EXISTS writes (
 // write runs with LEDGER_DSN set: every 200 ms it writes a row under its token through
 // the SQL fence (resource "realnode"), and prints each outcome. Where the agent's state
 // file is mounted, it writes only while the file says Holding, as a workload behind the
-// agent should.
+// agent should — unless WRITE_ALWAYS=1: a workload that never checks, for the fence to
+// stop.
 func write(dsn, pod string, stop <-chan struct{}) {
 	token, _ := strconv.ParseInt(os.Getenv("FENCING_TOKEN"), 10, 64)
 	db, err := sql.Open("pgx", dsn)
@@ -48,7 +49,7 @@ func write(dsn, pod string, stop <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		if state, err := os.ReadFile("/run/fencing/state"); err == nil {
+		if state, err := os.ReadFile("/run/fencing/state"); err == nil && os.Getenv("WRITE_ALWAYS") != "1" {
 			holding := strings.Contains(string(state), `"Holding"`)
 			if held && !holding {
 				fmt.Printf("T=%d the agent says not holding\n", time.Now().UnixNano())

@@ -1,0 +1,182 @@
+package realnode
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// testNodeLostContainersRunning: the partition case. The holder's node loses the control
+// plane — its kubelet stops, its pod's packets to the API server are dropped — while the
+// holder's container keeps running and writing to PostgreSQL through the SQL fence, never
+// checking its grant (WRITE_ALWAYS). The operator revokes one lease after the last
+// renewal and grants the pod on the other node token 2; once token 2 wrote, the fence
+// refuses every write of token 1. The node comes back: the revoked pod, deleted while its
+// kubelet was away, is killed and gone; nothing was granted twice.
+func testNodeLostContainersRunning(t *testing.T) {
+	const ns, lease, leaseSeconds = "nodeloss", "writer", 4
+	newNamespace(t, ns)
+	ctx := context.Background()
+	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 60}}))
+	grants, err := testenvWatch(ns)
+	must(t, err)
+	dsn, db := fencedDatabase(t, "nodeloss")
+	lost, healthy := rc.Nodes[0], rc.Nodes[1]
+	for _, w := range []struct{ name, node string }{{"writer-1", lost}, {"writer-2", healthy}} {
+		pod := workloadPod(ns, w.name, lease, corev1.Container{Name: "work", Command: []string{"/workload"},
+			Env: []corev1.EnvVar{{Name: "LEDGER_DSN", Value: dsn}, {Name: "WRITE_ALWAYS", Value: "1"}}})
+		pod.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": w.node}
+		must(t, rc.Client.Create(ctx, pod))
+		time.Sleep(50 * time.Millisecond) // writer-1 is the older
+	}
+	reportedAt(t, ns, "writer-1", "work", "wrote token 1", 90*time.Second)
+	renewals := followRenewals(ns, lease, "writer-1")
+	must(t, rc.CutFromAPIServer(getPod(t, ns, "writer-1"), "work"))
+	must(t, rc.StopKubelet(lost))
+	cut := time.Now()
+	kubeletDown := true
+	t.Cleanup(func() {
+		if kubeletDown {
+			_ = rc.StartKubelet(lost)
+		}
+	})
+	firstWrite2 := reportedAt(t, ns, "writer-2", "work", "wrote token 2", 90*time.Second)
+	last := <-renewals
+	// writer-1 still runs and writes: refused from token 2's first write on.
+	rejected := reportedAtNoLog(t, ns, "writer-1", "REJECTED token 1", 30*time.Second)
+	tokens := fencedWrites(t, db)
+	if len(tokens) < 2 || tokens[0] != 1 || tokens[len(tokens)-1] != 2 {
+		t.Errorf("accepted tokens %v, want token 1's writes then token 2's only", tokens)
+	}
+	rv := getFencedLease(t, ns, lease).Status.LastRevocation
+	if rv == nil || rv.PodName != "writer-1" || rv.Reason != fencingv1.ReasonLeaseExpired {
+		t.Errorf("want writer-1 revoked as LeaseExpired; got %+v", rv)
+	} else if rv.Time.Sub(last) < leaseSeconds*time.Second {
+		t.Errorf("writer-1 revoked %v after its last renewal, before its lease of %d s ran out", rv.Time.Sub(last), leaseSeconds)
+	}
+	measured("node lost, containers running (partition): last renewal → revoked → token 2's first write; token 1 refused",
+		"%v → %v; the zombie's first refused write %v after token 2's first (cut %v after the last renewal)",
+		rv.Time.Sub(last).Round(10*time.Millisecond), firstWrite2.Sub(last).Round(10*time.Millisecond),
+		rejected.Sub(firstWrite2).Round(10*time.Millisecond), cut.Sub(last).Round(10*time.Millisecond))
+
+	// The node comes back: the revoked pod was deleted (DeletePod) while its kubelet was
+	// away; the kubelet kills it and it is gone.
+	must(t, rc.StartKubelet(lost))
+	kubeletDown = false
+	must(t, rc.WaitForNodes(2*time.Minute))
+	if err := poll(2*time.Minute, func() bool { return getPodOrNil(ns, "writer-1") == nil }); err != nil {
+		t.Errorf("writer-1 was not cleaned up after its node came back:\n%s", describe(getPod(t, ns, "writer-1")))
+	}
+	if fl := getFencedLease(t, ns, lease); fl.Status.Holder == nil || fl.Status.Holder.PodName != "writer-2" || fl.Status.Holder.Token != 2 {
+		t.Errorf("after the node came back: want writer-2 still holding token 2; status %+v", fl.Status)
+	}
+	if _, err := grants.Stop(); err != nil {
+		t.Errorf("grant oracle: %v", err)
+	}
+}
+
+// reportedAtNoLog is reportedAt for a pod whose logs the API server cannot fetch (its
+// kubelet is down): it reads the container's log file on the node.
+func reportedAtNoLog(t *testing.T, ns, pod, want string, timeout time.Duration) time.Time {
+	t.Helper()
+	var at time.Time
+	err := poll(timeout, func() bool {
+		raw, err := rc.ContainerLog(getPod(t, ns, pod), "work")
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(raw, "\n") {
+			if m := reportLine.FindStringSubmatch(line); m != nil && m[2] == want {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				at = time.Unix(0, n)
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("%s never logged %q within %v", pod, want, timeout)
+	}
+	return at
+}
+
+// testWarmStandbyOnLostNode: a Warm holder and the oldest Warm standby run on a node that
+// loses the control plane (kubelet stopped, both pods' packets to the API server dropped);
+// a younger standby runs on the other node. The node controller has not called the node
+// NotReady yet (its grace period outlasts the lease), so the grant goes to the oldest
+// standby, which cannot confirm it: it is revoked after the confirmation bound of a
+// running Warm standby (two leases, at least 10 s), not the startup deadline (120 s here),
+// and the younger standby takes over.
+func testWarmStandbyOnLostNode(t *testing.T) {
+	const ns, lease, leaseSeconds, startupSeconds = "warmloss", "leader", 4, 120
+	newNamespace(t, ns)
+	ctx := context.Background()
+	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: startupSeconds, Standby: fencingv1.StandbyWarm}}))
+	grants, err := testenvWatch(ns)
+	must(t, err)
+	lost, healthy := rc.Nodes[0], rc.Nodes[1]
+	for _, w := range []struct{ name, node string }{{"holder", lost}, {"standby-old", lost}, {"standby-young", healthy}} {
+		pod := workloadPod(ns, w.name, lease, holdContainer("work"))
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": w.node}
+		must(t, rc.Client.Create(ctx, pod))
+		time.Sleep(1100 * time.Millisecond) // creation times count in seconds: the order is the list's
+	}
+	reportedAt(t, ns, "holder", "work", "env=1 file=1", 90*time.Second)
+	for _, name := range []string{"standby-old", "standby-young"} {
+		if err := poll(90*time.Second, func() bool { p := getPodOrNil(ns, name); return p != nil && p.Status.Phase == corev1.PodRunning }); err != nil {
+			t.Fatalf("%s never ran", name)
+		}
+	}
+	renewals := followRenewals(ns, lease, "holder")
+	for _, name := range []string{"holder", "standby-old"} {
+		must(t, rc.CutFromAPIServer(getPod(t, ns, name), "work"))
+	}
+	must(t, rc.StopKubelet(lost))
+	kubeletDown := true
+	t.Cleanup(func() {
+		if kubeletDown {
+			_ = rc.StartKubelet(lost)
+		}
+	})
+	var working time.Time
+	if err := poll(startupSeconds*time.Second, func() bool {
+		for _, m := range reportLine.FindAllStringSubmatch(logs(t, ns, "standby-young", "work"), -1) {
+			if strings.HasPrefix(m[2], "env=3 ") {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				working = time.Unix(0, n)
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("standby-young never worked under token 3; status %+v", getFencedLease(t, ns, lease).Status)
+	}
+	last := <-renewals
+	rv := getFencedLease(t, ns, lease).Status.LastRevocation
+	if rv == nil || rv.PodName != "standby-old" || rv.Token != 2 || rv.Reason != fencingv1.ReasonStartupDeadlineExceeded {
+		t.Errorf("want standby-old's token 2 revoked as StartupDeadlineExceeded (it could not confirm); got %+v", rv)
+	}
+	bound := max(2*leaseSeconds, 10) * time.Second
+	if took := working.Sub(last); took > leaseSeconds*time.Second+bound+15*time.Second {
+		t.Errorf("standby-young worked %v after the holder's last renewal: the lost standby was kept longer than its confirmation bound (%v)", took, bound)
+	}
+	measured("Warm standby on the lost node, granted first: holder's last renewal → younger standby at work",
+		"%v (lease %d s + the lost standby's confirmation bound %v; startup deadline %d s)",
+		working.Sub(last).Round(10*time.Millisecond), leaseSeconds, bound, startupSeconds)
+	must(t, rc.StartKubelet(lost))
+	kubeletDown = false
+	must(t, rc.WaitForNodes(2*time.Minute))
+	if _, err := grants.Stop(); err != nil {
+		t.Errorf("grant oracle: %v", err)
+	}
+}
