@@ -16,7 +16,15 @@ import (
 // own, and returns its DSN and a connection the spec reads the accepted writes with.
 func fencedDatabase(t *testing.T, name string) (string, *sql.DB) {
 	t.Helper()
-	server := testenv.StartPostgresOn(t, "198.18.0.1")
+	_, dsn, db := fencedDatabaseServer(t, name)
+	return dsn, db
+}
+
+// fencedDatabaseServer is fencedDatabase with the server, to stop and start it.
+func fencedDatabaseServer(t *testing.T, name string) (*testenv.Postgres, string, *sql.DB) {
+	t.Helper()
+	pg := testenv.StartPostgresServer(t, "198.18.0.1")
+	server := pg.DSN
 	admin, err := sql.Open("pgx", server)
 	must(t, err)
 	defer admin.Close()
@@ -26,7 +34,7 @@ func fencedDatabase(t *testing.T, name string) (string, *sql.DB) {
 	db, err := sql.Open("pgx", dsn)
 	must(t, err)
 	t.Cleanup(func() { db.Close() })
-	return dsn, db
+	return pg, dsn, db
 }
 
 // fencedWrites is the tokens of the writes the SQL fence accepted, in commit order; a

@@ -8,6 +8,7 @@ package realnode
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "realnode:", err)
 			os.Exit(1)
 		}
+		if err := buildPrevious(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "realnode:", err)
+			os.Exit(1)
+		}
 		os.Setenv(binEnv, dir)
 		code, err := realcluster.RunInNetns()
 		if err != nil {
@@ -74,6 +79,7 @@ func run(m *testing.M) int {
 		}
 	}
 	layouts[workloadImage] = filepath.Join(os.Getenv(binEnv), workloadImage)
+	maps.Copy(layouts, previousLayouts(os.Getenv(binEnv)))
 	start := time.Now()
 	var err error
 	rc, err = realcluster.Start(realcluster.Options{Images: layouts, ImageTool: filepath.Join(root, "bin", "image-tool"),
@@ -120,6 +126,9 @@ func TestRealNodes(t *testing.T) {
 	t.Run("bad image, Warm rollout", testBadImageWarm)
 	t.Run("node lost, containers running", testNodeLostContainersRunning)
 	t.Run("Warm standby on the lost node", testWarmStandbyOnLostNode)
+	t.Run("kubectl drain of the holder's node", testDrain)
+	t.Run("PostgreSQL restart under the SQL fence", testPostgresRestart)
+	t.Run("upgrade from the previous release, and back", testUpgrade)
 	t.Run("helm chart", testHelmChart)
 }
 

@@ -148,19 +148,7 @@ func testWarmStandbyOnLostNode(t *testing.T) {
 			_ = rc.StartKubelet(lost)
 		}
 	})
-	var working time.Time
-	if err := poll(startupSeconds*time.Second, func() bool {
-		for _, m := range reportLine.FindAllStringSubmatch(logs(t, ns, "standby-young", "work"), -1) {
-			if strings.HasPrefix(m[2], "env=3 ") {
-				n, _ := strconv.ParseInt(m[1], 10, 64)
-				working = time.Unix(0, n)
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		t.Fatalf("standby-young never worked under token 3; status %+v", getFencedLease(t, ns, lease).Status)
-	}
+	working := loggedWithPrefix(t, ns, "standby-young", "env=3 ", startupSeconds*time.Second)
 	last := <-renewals
 	rv := getFencedLease(t, ns, lease).Status.LastRevocation
 	if rv == nil || rv.PodName != "standby-old" || rv.Token != 2 || rv.Reason != fencingv1.ReasonStartupDeadlineExceeded {

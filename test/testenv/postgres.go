@@ -25,6 +25,21 @@ func StartPostgres(t testing.TB) string {
 // it (the real nodes' pods reach it on their network namespace's address).
 func StartPostgresOn(t testing.TB, addr string) string {
 	t.Helper()
+	return StartPostgresServer(t, addr).DSN
+}
+
+// Postgres is a running throwaway PostgreSQL server.
+type Postgres struct {
+	// DSN reaches its database postgres as the trusted user fence.
+	DSN string
+	// Stop stops it as a crash does (pg_ctl -m immediate); Start starts it again on the
+	// same port and data.
+	Stop, Start func()
+}
+
+// StartPostgresServer is StartPostgresOn with a handle to stop and start the server.
+func StartPostgresServer(t testing.TB, addr string) *Postgres {
+	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(bins) == 0 {
 		t.Fatal("PostgreSQL is not installed (apt-get install postgresql); .ci/run installs it")
@@ -75,8 +90,22 @@ func StartPostgresOn(t testing.TB, addr string) string {
 		}
 	}
 	port := FreePort(t)
-	run("pg_ctl", "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o",
-		fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c fsync=off -c max_connections=50", port, dir, addr), "start")
-	t.Cleanup(func() { run("pg_ctl", "-D", data, "-m", "immediate", "stop") })
-	return fmt.Sprintf("postgres://fence@%s:%d/postgres?sslmode=disable", addr, port)
+	running := false
+	pg := &Postgres{DSN: fmt.Sprintf("postgres://fence@%s:%d/postgres?sslmode=disable", addr, port)}
+	pg.Start = func() {
+		run("pg_ctl", "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o",
+			fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c fsync=off -c max_connections=50", port, dir, addr), "start")
+		running = true
+	}
+	pg.Stop = func() {
+		run("pg_ctl", "-D", data, "-m", "immediate", "stop")
+		running = false
+	}
+	pg.Start()
+	t.Cleanup(func() {
+		if running {
+			pg.Stop()
+		}
+	})
+	return pg
 }
