@@ -156,7 +156,7 @@ test-images:
 .PHONY: test
 test: envtest nodes lint rules $(HELM) test-images ## Run every test (unit, envtest, and real nodes as root) with the control plane built from modules.
 	cd hack/images && go test -count=1 ./...
-	go test -race -count=1 -p $(TEST_PACKAGES) $(LONG_TESTS) ./... -coverprofile cover.out $(GINKGO_FLAGS)
+	go test -race -count=1 -timeout 45m -p $(TEST_PACKAGES) $(LONG_TESTS) ./... -coverprofile cover.out $(GINKGO_FLAGS)
 
 .PHONY: chaos
 chaos: envtest ## The long fault-injection run: two operator replicas, holders writing through the SQL fence, each fault class 10 times (about an hour); prints the table. CHAOS_ROUNDS=N to change.

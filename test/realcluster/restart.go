@@ -2,7 +2,10 @@ package realcluster
 
 import (
 	"fmt"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -51,4 +54,44 @@ func (c *Cluster) stop(cmd *exec.Cmd) error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("pid %d did not end 10 s after SIGKILL", cmd.Process.Pid)
 	}
+}
+
+// KillNode makes a node die as a machine does: its kubelet, its containerd and every
+// process of its containers and sandboxes are killed at once (SIGKILL, the frozen thawed
+// first). Nothing on the node reports or renews any more; StartNode boots it again.
+func (c *Cluster) KillNode(node string) error {
+	n := c.nodes[node]
+	if n == nil {
+		return fmt.Errorf("no node %s", node)
+	}
+	if err := c.stop(n.kubelet); err != nil {
+		return err
+	}
+	if err := c.stop(n.containerd); err != nil {
+		return err
+	}
+	thaw()
+	for _, h := range cgroupHierarchies() {
+		root := filepath.Join(h, strings.TrimPrefix(n.cgroupRoot(), "/"))
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() == "cgroup.procs" {
+				killPids(path)
+			}
+			return nil
+		})
+	}
+	return nil
+}
+
+// StartNode starts a node KillNode killed: containerd, then the kubelet, which finds its
+// containers dead and starts again what its pods' restart policies say.
+func (c *Cluster) StartNode(node string) error {
+	n := c.nodes[node]
+	if n == nil {
+		return fmt.Errorf("no node %s", node)
+	}
+	if err := c.startContainerd(n); err != nil {
+		return err
+	}
+	return c.startKubelet(n)
 }

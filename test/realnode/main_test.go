@@ -124,7 +124,7 @@ func TestRealNodes(t *testing.T) {
 	t.Run("crash loop behind a renewing sidecar", testCrashLoopBehindSidecar)
 	t.Run("bad image, Cold", testBadImageCold)
 	t.Run("bad image, Warm rollout", testBadImageWarm)
-	t.Run("node lost, containers running", testNodeLostContainersRunning)
+	t.Run("node lost", testNodeLost)
 	t.Run("Warm standby on the lost node", testWarmStandbyOnLostNode)
 	t.Run("kubectl drain of the holder's node", testDrain)
 	t.Run("PostgreSQL restart under the SQL fence", testPostgresRestart)

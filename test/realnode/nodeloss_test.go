@@ -13,22 +13,30 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// testNodeLostContainersRunning: the partition case. The holder's node loses the control
+// testNodeLost: the partition case. The holder's node loses the control
 // plane — its kubelet stops, its pod's packets to the API server are dropped — while the
 // holder's container keeps running and writing to PostgreSQL through the SQL fence, never
 // checking its grant (WRITE_ALWAYS). The operator revokes one lease after the last
 // renewal and grants the pod on the other node token 2; once token 2 wrote, the fence
 // refuses every write of token 1. The node comes back: the revoked pod, deleted while its
 // kubelet was away, is killed and gone; nothing was granted twice.
-func testNodeLostContainersRunning(t *testing.T) {
-	const ns, lease, leaseSeconds = "nodeloss", "writer", 4
+//
+// The machine-dies variant: kubelet, containerd and every container of the node killed at
+// once; nothing writes any more; the rest is the same.
+func testNodeLost(t *testing.T) {
+	t.Run("partition, containers running", func(t *testing.T) { nodeLost(t, "nodeloss", false) })
+	t.Run("the machine dies", func(t *testing.T) { nodeLost(t, "nodedies", true) })
+}
+
+func nodeLost(t *testing.T, ns string, dies bool) {
+	const lease, leaseSeconds = "writer", 4
 	newNamespace(t, ns)
 	ctx := context.Background()
 	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
 		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 60}}))
 	grants, err := testenvWatch(ns)
 	must(t, err)
-	dsn, db := fencedDatabase(t, "nodeloss")
+	dsn, db := fencedDatabase(t, ns)
 	lost, healthy := rc.Nodes[0], rc.Nodes[1]
 	for _, w := range []struct{ name, node string }{{"writer-1", lost}, {"writer-2", healthy}} {
 		pod := workloadPod(ns, w.name, lease, corev1.Container{Name: "work", Command: []string{"/workload"},
@@ -40,19 +48,28 @@ func testNodeLostContainersRunning(t *testing.T) {
 	}
 	reportedAt(t, ns, "writer-1", "work", "wrote token 1", 90*time.Second)
 	renewals := followRenewals(ns, lease, "writer-1")
-	must(t, rc.CutFromAPIServer(getPod(t, ns, "writer-1"), "work"))
-	must(t, rc.StopKubelet(lost))
+	back := func() error { return rc.StartKubelet(lost) }
+	if dies {
+		must(t, rc.KillNode(lost))
+		back = func() error { return rc.StartNode(lost) }
+	} else {
+		must(t, rc.CutFromAPIServer(getPod(t, ns, "writer-1"), "work"))
+		must(t, rc.StopKubelet(lost))
+	}
 	cut := time.Now()
-	kubeletDown := true
+	nodeDown := true
 	t.Cleanup(func() {
-		if kubeletDown {
-			_ = rc.StartKubelet(lost)
+		if nodeDown {
+			_ = back()
 		}
 	})
 	firstWrite2 := reportedAt(t, ns, "writer-2", "work", "wrote token 2", 90*time.Second)
 	last := <-renewals
-	// writer-1 still runs and writes: refused from token 2's first write on.
-	rejected := reportedAtNoLog(t, ns, "writer-1", "REJECTED token 1", 30*time.Second)
+	// In a partition writer-1 still runs and writes: refused from token 2's first write on.
+	var rejected time.Time
+	if !dies {
+		rejected = reportedAtNoLog(t, ns, "writer-1", "REJECTED token 1", 30*time.Second)
+	}
 	tokens := fencedWrites(t, db)
 	if len(tokens) < 2 || tokens[0] != 1 || tokens[len(tokens)-1] != 2 {
 		t.Errorf("accepted tokens %v, want token 1's writes then token 2's only", tokens)
@@ -63,15 +80,21 @@ func testNodeLostContainersRunning(t *testing.T) {
 	} else if rv.Time.Sub(last) < leaseSeconds*time.Second {
 		t.Errorf("writer-1 revoked %v after its last renewal, before its lease of %d s ran out", rv.Time.Sub(last), leaseSeconds)
 	}
-	measured("node lost, containers running (partition): last renewal → revoked → token 2's first write; token 1 refused",
-		"%v → %v; the zombie's first refused write %v after token 2's first (cut %v after the last renewal)",
-		rv.Time.Sub(last).Round(10*time.Millisecond), firstWrite2.Sub(last).Round(10*time.Millisecond),
-		rejected.Sub(firstWrite2).Round(10*time.Millisecond), cut.Sub(last).Round(10*time.Millisecond))
+	if dies {
+		measured("the holder's machine dies: last renewal → revoked → token 2's first write",
+			"%v → %v (killed %v after the last renewal)", rv.Time.Sub(last).Round(10*time.Millisecond),
+			firstWrite2.Sub(last).Round(10*time.Millisecond), cut.Sub(last).Round(10*time.Millisecond))
+	} else {
+		measured("node lost, containers running (partition): last renewal → revoked → token 2's first write; token 1 refused",
+			"%v → %v; the zombie's first refused write %v after token 2's first (cut %v after the last renewal)",
+			rv.Time.Sub(last).Round(10*time.Millisecond), firstWrite2.Sub(last).Round(10*time.Millisecond),
+			rejected.Sub(firstWrite2).Round(10*time.Millisecond), cut.Sub(last).Round(10*time.Millisecond))
+	}
 
 	// The node comes back: the revoked pod was deleted (DeletePod) while its kubelet was
-	// away; the kubelet kills it and it is gone.
-	must(t, rc.StartKubelet(lost))
-	kubeletDown = false
+	// away; the kubelet kills it (or finds it dead) and it is gone.
+	must(t, back())
+	nodeDown = false
 	must(t, rc.WaitForNodes(2*time.Minute))
 	if err := poll(2*time.Minute, func() bool { return getPodOrNil(ns, "writer-1") == nil }); err != nil {
 		t.Errorf("writer-1 was not cleaned up after its node came back:\n%s", describe(getPod(t, ns, "writer-1")))

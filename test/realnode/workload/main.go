@@ -2,7 +2,9 @@
 // host name (the pod's name), and prints a line whenever the token it sees changes: in its
 // environment (FENCING_TOKEN) and in the downward-API file /etc/fencing/token, with the
 // time in Unix nanoseconds, so the suite can tell when a grant reached it. On SIGTERM it
-// prints when it stopped. With LEDGER_DSN it writes through the SQL fence (writer.go).
+// prints when it stopped. With LEDGER_DSN it writes through the SQL fence (writer.go),
+// while the agent's state file says it holds, or with HOLDER=pkg while its own
+// pkg/holder Holder does (grant.go).
 // With WORK_UNTIL (Unix seconds) it ends then (a batch run). With CRASH_AFTER (a Go
 // duration) it crashes that long after it started (crash.go).
 // Packed with fencedlease-agent into the suite's image, so
@@ -10,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -32,7 +35,15 @@ func main() {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	stopWriting := make(chan struct{})
 	if dsn := os.Getenv("LEDGER_DSN"); dsn != "" {
-		go write(dsn, name, stopWriting)
+		may := func() (bool, time.Time) { return agentFile(time.Now()) }
+		if os.Getenv("HOLDER") == "pkg" {
+			var err error
+			if may, err = ownHolder(context.Background()); err != nil {
+				fmt.Println("holder:", err)
+				os.Exit(1)
+			}
+		}
+		go write(dsn, name, may, stopWriting)
 	}
 	crashAfterWhile()
 	var done <-chan time.Time

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -19,12 +18,11 @@ import (
 const writesTable = `CREATE TABLE IF NOT EXISTS writes (
 	id BIGSERIAL PRIMARY KEY, token BIGINT NOT NULL, pod TEXT NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT now())`
 
-// write runs with LEDGER_DSN set: every 200 ms it writes a row under its token through
-// the SQL fence (resource "realnode"), and prints each outcome. Where the agent's state
-// file is mounted, it writes only while the file says Holding, as a workload behind the
-// agent should — unless WRITE_ALWAYS=1: a workload that never checks, for the fence to
-// stop.
-func write(dsn, pod string, stop <-chan struct{}) {
+// write runs with LEDGER_DSN set: every 200 ms, while may says the grant holds, it
+// writes a row under its token through the SQL fence (resource "realnode"), bounded by
+// the grant's local deadline, and prints each outcome; WRITE_ALWAYS=1 makes a workload
+// that never checks, for the fence to stop.
+func write(dsn, pod string, may grantCheck, stop <-chan struct{}) {
 	token, _ := strconv.ParseInt(os.Getenv("FENCING_TOKEN"), 10, 64)
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -49,16 +47,14 @@ func write(dsn, pod string, stop <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		if state, err := os.ReadFile("/run/fencing/state"); err == nil && os.Getenv("WRITE_ALWAYS") != "1" {
-			holding := strings.Contains(string(state), `"Holding"`)
-			if held && !holding {
-				fmt.Printf("T=%d the agent says not holding\n", time.Now().UnixNano())
-			}
-			if held = holding; !holding {
-				continue
-			}
+		holding, until := may()
+		if held && !holding {
+			fmt.Printf("T=%d not holding: stopped writing\n", time.Now().UnixNano())
 		}
-		err := writeOnce(ctx, db, f, token, pod)
+		if held = holding; !holding {
+			continue
+		}
+		err := writeOnce(ctx, db, f, token, pod, until)
 		var stale *fence.StaleTokenError
 		switch {
 		case err == nil:
@@ -71,8 +67,8 @@ func write(dsn, pod string, stop <-chan struct{}) {
 	}
 }
 
-func writeOnce(ctx context.Context, db *sql.DB, f *fence.SQL, token int64, pod string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+func writeOnce(ctx context.Context, db *sql.DB, f *fence.SQL, token int64, pod string, until time.Time) error {
+	ctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
