@@ -19,18 +19,8 @@ import (
 // the chart with the images set as the README tells users, and checks the install again.
 func testHelmChart(t *testing.T) {
 	root := testenv.RepoRoot()
-	undeploy := exec.Command(program("undeploy"), "-f", filepath.Join(root, "dist", "install.yaml"))
-	undeploy.Env = append(os.Environ(), "KUBECONFIG="+rc.Kubeconfig)
-	if out, err := undeploy.CombinedOutput(); err != nil {
-		t.Fatalf("undeploy: %v\n%s", err, out)
-	}
-	// The chart installs into the same namespace: wait until the bundle's is gone.
-	if err := poll(2*time.Minute, func() bool {
-		_, err := clientset(t).CoreV1().Namespaces().Get(context.Background(), operatorNamespace, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}); err != nil {
-		t.Fatalf("namespace %s still there 2 minutes after undeploy", operatorNamespace)
-	}
+	// The chart installs into the same namespace: undeployBundle waits until it is gone.
+	undeployBundle(t)
 	helm := exec.Command(filepath.Join(root, "bin", "helm"), "install", "fencedlease", filepath.Join(root, "charts", "fencedlease"),
 		"-n", operatorNamespace, "--create-namespace", "--kubeconfig", rc.Kubeconfig, "--wait", "--timeout", "3m",
 		"--set", "image.repository="+rc.Registry()+"/fencedlease", "--set", "image.tag=dev",
@@ -51,4 +41,21 @@ func testHelmChart(t *testing.T) {
 		}
 	}
 	checkInstall(t, operatorNamespace, "fencedlease")
+}
+
+// undeployBundle removes the installed bundle as make undeploy does (every FencedLease
+// first, then the operator, then the CRD) and waits until its namespace is gone.
+func undeployBundle(t *testing.T) {
+	t.Helper()
+	undeploy := exec.Command(program("undeploy"), "-f", filepath.Join(testenv.RepoRoot(), "dist", "install.yaml"))
+	undeploy.Env = append(os.Environ(), "KUBECONFIG="+rc.Kubeconfig)
+	if out, err := undeploy.CombinedOutput(); err != nil {
+		t.Fatalf("undeploy: %v\n%s", err, out)
+	}
+	if err := poll(2*time.Minute, func() bool {
+		_, err := clientset(t).CoreV1().Namespaces().Get(context.Background(), operatorNamespace, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}); err != nil {
+		t.Fatalf("namespace %s still there 2 minutes after undeploy", operatorNamespace)
+	}
 }

@@ -3,14 +3,12 @@ package realnode
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -26,17 +24,7 @@ func testUpgrade(t *testing.T) {
 	root := testenv.RepoRoot()
 	current := filepath.Join(root, "dist", "install.yaml")
 	previous := filepath.Join(os.Getenv(binEnv), "previous", "install.yaml")
-	undeploy := exec.Command(program("undeploy"), "-f", current)
-	undeploy.Env = append(os.Environ(), "KUBECONFIG="+rc.Kubeconfig)
-	if out, err := undeploy.CombinedOutput(); err != nil {
-		t.Fatalf("undeploy: %v\n%s", err, out)
-	}
-	if err := poll(2*time.Minute, func() bool {
-		_, err := clientset(t).CoreV1().Namespaces().Get(context.Background(), operatorNamespace, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}); err != nil {
-		t.Fatalf("namespace %s still there 2 minutes after undeploy", operatorNamespace)
-	}
+	undeployBundle(t)
 	install := func(bundle, tag string) time.Duration {
 		t.Helper()
 		start := time.Now()
