@@ -23,6 +23,7 @@ var Policies = []string{
 	"fencedlease-lease-create",
 	"fencedlease-pod",
 	"fencedlease-status",
+	"fencedlease-revoke-request",
 }
 
 // OperatorParamKey is the key of the policies' parameter ConfigMap that names the

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -223,5 +224,40 @@ var _ = Describe("FencedLease status policy", func() {
 		Expect(root.Get(ctx, client.ObjectKeyFromObject(fl), mine)).To(Succeed())
 		mine.Status.FencingToken = 100
 		expectDenied(root.Status().Update(ctx, mine), "the status of a FencedLease is written by the operator alone, not by dave")
+	})
+})
+
+var _ = Describe("Revoke request policy (issue 48)", func() {
+	It("refuses a revoke-token that is not a token, with a message that says what it must be; takes a token", func() {
+		ns := newNamespace()
+		fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"}}
+		Expect(admin.Create(ctx, fl)).To(Succeed())
+		// The API server loads a new policy asynchronously: wait until it refuses.
+		Eventually(func() error {
+			mine := &fencingv1.FencedLease{}
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(fl), mine); err != nil {
+				return err
+			}
+			mine.Annotations = map[string]string{fencingv1.RevokeAnnotation: "abc"}
+			if err := admin.Update(ctx, mine); err == nil {
+				mine.Annotations = nil
+				_ = admin.Update(ctx, mine)
+				return errors.New("not refused yet")
+			}
+			return nil
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		for _, bad := range []string{"abc", "0", "-1", "1.5", " 7", "07", "1234567890123456789"} {
+			mine := &fencingv1.FencedLease{}
+			Expect(admin.Get(ctx, client.ObjectKeyFromObject(fl), mine)).To(Succeed())
+			mine.Annotations = map[string]string{fencingv1.RevokeAnnotation: bad}
+			expectDenied(admin.Update(ctx, mine), "the annotation fencing.fencedlease.io/revoke-token must be the token of the grant to revoke")
+		}
+		withBad := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other",
+			Annotations: map[string]string{fencingv1.RevokeAnnotation: "abc"}}}
+		expectDenied(admin.Create(ctx, withBad), `not "abc"`)
+		mine := &fencingv1.FencedLease{}
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(fl), mine)).To(Succeed())
+		mine.Annotations = map[string]string{fencingv1.RevokeAnnotation: "7", "unrelated": "x"}
+		Expect(admin.Update(ctx, mine)).To(Succeed())
 	})
 })
