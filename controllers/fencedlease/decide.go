@@ -94,8 +94,7 @@ func classify(w world, h *fencingv1.Holder) input {
 	}
 	in.state = in.record.State(w.fl.Name, h.PodName, h.PodUID, h.Token)
 	in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.fl.Status.FencingToken)
-	in.started = h.FirstRenewTime != nil || in.state == leaserecord.StateRenewed ||
-		(in.state == leaserecord.StateCutOff || in.state == leaserecord.StateReleased) && in.record.Renewed()
+	in.started = h.FirstRenewTime != nil || in.record.GrantRenewed(w.fl.Name, h.PodName, h.PodUID, h.Token)
 	in.revokeRequested = revokeRequested(w.fl, h)
 	in.limit = startupDeadline(h, w.fl)
 	if in.started {

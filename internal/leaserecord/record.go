@@ -112,6 +112,21 @@ func (r Record) Started(identity string, token int64) bool {
 	return r.Names(identity, token) && r.Renewed()
 }
 
+// GrantRenewed is true when the Lease shows that grant (identity, uid, token) of
+// FencedLease fencedLease renewed at least once: it names the grant renewed, or the
+// grant was cut off or released after a renewal. The controller judges a grant started
+// by it (with the status's first renewal), and so does the plugin: one that never renewed
+// never ran.
+func (r Record) GrantRenewed(fencedLease, identity string, uid types.UID, token int64) bool {
+	switch r.State(fencedLease, identity, uid, token) {
+	case StateRenewed:
+		return true
+	case StateCutOff, StateReleased:
+		return r.Renewed()
+	}
+	return false
+}
+
 // Cleared is true when the Lease carries token but names no holder: the grant of token
 // ended on the Lease, by the holder's release or by the operator's cut-off.
 func (r Record) Cleared(token int64) bool {

@@ -33,16 +33,18 @@ func TestEveryStateOfTheLease(t *testing.T) {
 		token   int64 // the status's grant; 0 for none
 		want    State
 		started bool
+		renewed bool // GrantRenewed: the grant renewed, then possibly ended on the Lease
 	}{
 		{name: "no Lease", none: true, token: 3, want: StateNone},
 		{name: "granted, not renewed", token: 3, want: StateGranted},
-		{name: "renewed", mod: renewed, token: 3, want: StateRenewed, started: true},
-		{name: "released by the holder", mod: func(l *coordinationv1.Lease) { renewed(l); l.Spec.HolderIdentity = nil }, token: 3, want: StateReleased},
+		{name: "renewed", mod: renewed, token: 3, want: StateRenewed, started: true, renewed: true},
+		{name: "released by the holder", mod: func(l *coordinationv1.Lease) { renewed(l); l.Spec.HolderIdentity = nil }, token: 3, want: StateReleased, renewed: true},
+		{name: "released before renewing", mod: func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = nil }, token: 3, want: StateReleased},
 		{name: "cut off by the operator", mod: func(l *coordinationv1.Lease) {
 			renewed(l)
 			l.Spec.HolderIdentity = nil
 			delete(l.Annotations, fencingv1.HolderUIDAnnotation)
-		}, token: 3, want: StateCutOff},
+		}, token: 3, want: StateCutOff, renewed: true},
 		{name: "a tombstone: no grant in the status", mod: func(l *coordinationv1.Lease) {
 			l.Spec.HolderIdentity = nil
 			delete(l.Annotations, fencingv1.HolderUIDAnnotation)
@@ -67,6 +69,9 @@ func TestEveryStateOfTheLease(t *testing.T) {
 			}
 			if got := r.Started("a", 3); got != tc.started {
 				t.Fatalf("started = %v, want %v", got, tc.started)
+			}
+			if got := r.GrantRenewed("invoices", "a", "uid-a", tc.token); got != tc.renewed {
+				t.Fatalf("grant renewed = %v, want %v", got, tc.renewed)
 			}
 		})
 	}

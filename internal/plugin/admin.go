@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/leaserecord"
 )
 
 func (o *Options) revokeCommand() *cobra.Command {
@@ -70,7 +71,7 @@ func (o *Options) revoke(ctx context.Context, c client.Client, ns, name string, 
 	}
 	switch {
 	case out != "":
-	case h.FirstRenewTime == nil:
+	case h.FirstRenewTime == nil && !leaserecord.Read(lease).GrantRenewed(fl.Name, h.PodName, h.PodUID, h.Token):
 		fmt.Fprintf(o.Out, "revoke of token %d (pod %s) requested: it has not renewed yet, so it never ran and the operator revokes it at once\n",
 			h.Token, h.PodName)
 	default:
