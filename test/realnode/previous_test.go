@@ -31,6 +31,12 @@ func buildPrevious(dir string) error {
 		return err
 	}
 	defer os.RemoveAll(src)
+	if exec.Command("git", "-C", root, "cat-file", "-e", previousRelease+"^{commit}").Run() != nil {
+		// A shallow clone: fetch that one commit from where this clone came from.
+		if out, err := exec.Command("git", "-C", root, "fetch", "--quiet", "--depth=1", "origin", previousRelease).CombinedOutput(); err != nil {
+			return fmt.Errorf("the previous release %s is not in this clone, and fetching it failed: %v: %s", previousRelease, err, out)
+		}
+	}
 	archive := exec.Command("git", "-C", root, "archive", previousRelease)
 	untar := exec.Command("tar", "-x", "-C", src)
 	pipe, err := archive.StdoutPipe()
