@@ -77,7 +77,7 @@ func TestChaos(t *testing.T) {
 		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: int32(lease.Seconds()), StartupDeadlineSeconds: 5}}); err != nil {
 		t.Fatal(err)
 	}
-	rec := record(ctx, cs, c, ns, leaseName)
+	rec := Record(ctx, cs, c, ns, leaseName)
 	hs := &holders{cfg: cfg, c: c, ns: ns, lease: leaseName, leaseLength: lease, ledger: led, zombieEvery: 5, started: map[int64]bool{}}
 	work, stopWork := context.WithCancel(ctx)
 	var bg sync.WaitGroup
@@ -106,7 +106,7 @@ func TestChaos(t *testing.T) {
 	bg.Wait()
 
 	h := History{Lease: lease, Faults: faults, Ended: time.Now()}
-	rec.into(&h)
+	rec.Into(&h)
 	hs.into(&h)
 	if h.Ledger, err = led.rows(context.Background()); err != nil {
 		t.Fatal(err)

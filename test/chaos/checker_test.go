@@ -46,6 +46,22 @@ func TestAGoodHistoryPasses(t *testing.T) {
 	if r := Recovery(good())["leader SIGKILL"]; len(r) != 1 || r[0] != 210*time.Millisecond {
 		t.Fatalf("recovery = %v, want 210ms (fault end → grant of c)", r)
 	}
+	moved := good()
+	moved.Faults = append(moved.Faults, Fault{Kind: "holder frozen", Start: at(1000), End: at(5000), Grant: GrantMoves, Token: 2})
+	moved.Renewals = append(moved.Renewals, Renewal{Pod: "c", Token: 3, At: at(3030)})
+	if v := Check(moved); len(v) != 0 {
+		t.Fatalf("violations in a good history with a holder fault: %v", v)
+	}
+	if r := HolderRecovery(moved)["holder frozen"]; len(r) != 1 || r[0] != 2110*time.Millisecond {
+		t.Fatalf("holder recovery = %v, want 2.11s (b's last renewal → c's first)", r)
+	}
+	// A grant kept through a kubelet stop, then taken by the next fault, before a lease passed.
+	kept := good()
+	kept.Faults = append(kept.Faults, Fault{Kind: "holder's kubelet stopped", Start: at(1000), End: at(2000), Grant: GrantKept, Token: 2},
+		Fault{Kind: "holder frozen", Start: at(1500), End: at(2900), Grant: GrantMoves, Token: 2})
+	if v := Check(kept); len(v) != 0 {
+		t.Fatalf("a revocation after the next fault counted against the kept grant: %v", v)
+	}
 	zombie := good()
 	zombie.Writes = append(zombie.Writes, Write{Pod: "b", Token: 2, Zombie: true})
 	if r := Recovery(zombie)["leader SIGKILL"]; len(r) != 0 {
@@ -117,6 +133,17 @@ func TestEachBadHistoryIsFlagged(t *testing.T) {
 				Fault{Kind: "API server restarts, 4-10 s apart", Start: back.Add(h.Lease + stuckMargin + 2*time.Millisecond), End: back.Add(10 * time.Second)})
 			h.States[4].At = back.Add(h.Lease + stuckMargin + time.Millisecond)
 		}, "stuck: no grant for"},
+		{"a holder fault whose grant moved too late", func(h *History) {
+			h.Faults = append(h.Faults, Fault{Kind: "holder frozen", Start: at(1000), End: at(5000), Grant: GrantMoves, Token: 2})
+			h.Renewals = append(h.Renewals, Renewal{Pod: "c", Token: 3, At: at(920).Add(h.Lease + HolderMargin + time.Millisecond)})
+		}, "holder frozen at"},
+		{"a holder fault whose grant never moved", func(h *History) {
+			h.Faults = append(h.Faults, Fault{Kind: "holder frozen", Start: at(1000), End: at(5000), Grant: GrantMoves, Token: 2})
+			h.Ended = at(920).Add(h.Lease + HolderMargin + time.Millisecond)
+		}, "stuck: holder frozen at"},
+		{"a holder fault that must keep its grant, revoked", func(h *History) {
+			h.Faults = append(h.Faults, Fault{Kind: "holder's kubelet stopped", Start: at(2100), End: at(2500), Grant: GrantKept, Token: 2})
+		}, "token 2 revoked (LeaseExpired)"},
 		{"a spurious revocation", func(h *History) {
 			h.Renewals = append(h.Renewals, Renewal{Pod: "b", Token: 2, At: at(2000)})
 		}, "spurious revocation of b token 2"},

@@ -87,7 +87,30 @@ type Row struct {
 type Fault struct {
 	Kind       string
 	Start, End time.Time
+	// Grant is what a fault of a holder must do to the grant it struck (Token); empty for
+	// the faults of the operator and the control plane.
+	Grant GrantFate `json:",omitempty"`
+	Token int64     `json:",omitempty"`
 }
+
+// GrantFate is what a fault of a holder must do to its grant.
+type GrantFate string
+
+const (
+	// GrantMoves: the holder stops renewing (frozen, cut off, its node lost); the next
+	// grant is at work (its holder's first renewal) within Lease + HolderMargin of the
+	// struck grant's last renewal.
+	GrantMoves GrantFate = "moves"
+	// GrantKept: the holder keeps renewing (its node's kubelet stopped); the grant is not
+	// revoked from the fault's start to a lease after its end, or the next fault's start.
+	GrantKept GrantFate = "kept"
+)
+
+// HolderMargin is how long, beyond one lease from a struck holder's last renewal, the next
+// grant may take to be at work: the operator's revocation and grant, a Warm standby's
+// confirmation, and one Warm standby on a lost node granted first and revoked after its
+// confirmation bound (10 s on short leases), on a loaded machine.
+const HolderMargin = 20 * time.Second
 
 // Check returns every violation of the guarantees in h.
 func Check(h History) []string {
@@ -97,6 +120,7 @@ func Check(h History) []string {
 	v = append(v, checkLives(h.Holders)...)
 	v = append(v, checkSpurious(h)...)
 	v = append(v, checkStuck(h)...)
+	v = append(v, checkHolderFaults(h)...)
 	return v
 }
 
@@ -296,4 +320,91 @@ func checkStuck(h History) []string {
 		}
 	}
 	return v
+}
+
+// checkHolderFaults: after a fault that must move a grant, the next grant at work within
+// Lease + HolderMargin of the struck grant's last renewal (or the run ended sooner); a
+// fault that must leave a grant alone revokes nothing of it until a lease after its end
+// (or the next fault).
+func checkHolderFaults(h History) []string {
+	var v []string
+	bound := h.Lease + HolderMargin
+	for _, f := range h.Faults {
+		switch f.Grant {
+		case GrantMoves:
+			last, took, ok := holderRecovery(h, f)
+			switch {
+			case ok && took > bound:
+				v = append(v, fmt.Sprintf("%s at %s: token %d's successor at work %v after its last renewal, want within %v",
+					f.Kind, f.Start.Format(time.RFC3339Nano), f.Token, took.Round(time.Millisecond), bound))
+			case !ok && h.Ended.Sub(last) > bound:
+				v = append(v, fmt.Sprintf("stuck: %s at %s: no holder at work after token %d in the %v to the run's end, want within %v",
+					f.Kind, f.Start.Format(time.RFC3339Nano), f.Token, h.Ended.Sub(last).Round(time.Millisecond), bound))
+			}
+		case GrantKept:
+			until := f.End.Add(h.Lease)
+			if next, ok := nextFault(h.Faults, f.Start); ok && next.Before(until) {
+				until = next // the next fault may take the grant away
+			}
+			for _, rv := range h.Revocations {
+				if rv.Token == f.Token && !rv.At.Before(f.Start) && rv.At.Before(until) {
+					v = append(v, fmt.Sprintf("%s at %s: token %d revoked (%s) at %s, but its holder kept renewing",
+						f.Kind, f.Start.Format(time.RFC3339Nano), f.Token, rv.Reason, rv.At.Format(time.RFC3339Nano)))
+				}
+			}
+		}
+	}
+	return v
+}
+
+// holderRecovery is, for a fault that must move its grant, the struck grant's last renewal
+// at or before the fault (its start when none was seen) and how long from there the next
+// grant took to be at work: the first renewal of a newer token.
+func holderRecovery(h History, f Fault) (last time.Time, took time.Duration, ok bool) {
+	last = f.Start
+	var latest time.Time
+	for _, rn := range h.Renewals {
+		if rn.Token == f.Token && !rn.At.After(f.Start) && rn.At.After(latest) {
+			latest = rn.At
+		}
+	}
+	if !latest.IsZero() {
+		last = latest
+	}
+	var next time.Time
+	for _, rn := range h.Renewals {
+		if rn.Token > f.Token && (next.IsZero() || rn.At.Before(next)) {
+			next = rn.At
+		}
+	}
+	if next.IsZero() {
+		return last, 0, false
+	}
+	return last, next.Sub(last), true
+}
+
+// HolderRecovery is, per fault that must move its grant, how long from the struck grant's
+// last renewal its successor took to be at work.
+func HolderRecovery(h History) map[string][]time.Duration {
+	out := map[string][]time.Duration{}
+	for _, f := range h.Faults {
+		if f.Grant != GrantMoves {
+			continue
+		}
+		if _, took, ok := holderRecovery(h, f); ok {
+			out[f.Kind] = append(out[f.Kind], took)
+		}
+	}
+	return out
+}
+
+// nextFault is when the first fault to start after t started.
+func nextFault(faults []Fault, t time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, f := range faults {
+		if f.Start.After(t) && (first.IsZero() || f.Start.Before(first)) {
+			first = f.Start
+		}
+	}
+	return first, !first.IsZero()
 }

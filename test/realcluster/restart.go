@@ -84,7 +84,9 @@ func (c *Cluster) KillNode(node string) error {
 }
 
 // StartNode starts a node KillNode killed: containerd, then the kubelet, which finds its
-// containers dead and starts again what its pods' restart policies say.
+// containers dead and starts again what its pods' restart policies say. A kubelet that
+// starts while containerd's CRI service is still initializing exits at once; it is
+// started again, as systemd restarts it on a machine.
 func (c *Cluster) StartNode(node string) error {
 	n := c.nodes[node]
 	if n == nil {
@@ -93,5 +95,16 @@ func (c *Cluster) StartNode(node string) error {
 	if err := c.startContainerd(n); err != nil {
 		return err
 	}
-	return c.startKubelet(n)
+	for range 30 {
+		if err := c.startKubelet(n); err != nil {
+			return err
+		}
+		select {
+		case <-c.exited[n.kubelet]:
+			time.Sleep(time.Second)
+		case <-time.After(3 * time.Second):
+			return nil // still running: it got past its start-up checks
+		}
+	}
+	return fmt.Errorf("the kubelet of %s kept exiting at start (log %s)", node, c.LogOf("kubelet-"+node))
 }

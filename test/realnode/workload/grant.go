@@ -40,26 +40,36 @@ func agentFile(now time.Time) (bool, time.Time) {
 
 // ownHolder (HOLDER=pkg) holds the grant in this process with pkg/holder, as a Go
 // workload would: it writes while the Holder's context lives and its local deadline has
-// not passed.
-func ownHolder(ctx context.Context) (grantCheck, error) {
+// not passed. A Cold pod starts granted (FENCING_TOKEN set); a Warm one waits for its
+// grant and takes the token from it. A zombie ignores its Holder once granted: it writes
+// whatever happens to its grant, for the fence to stop.
+func ownHolder(ctx context.Context, zombie bool) (grantCheck, int64, error) {
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	hc, err := holder.Config{Leases: holder.ClientGo(cs.CoordinationV1())}.FromEnv()
-	if err != nil {
-		return nil, err
+	base := holder.Config{Leases: holder.ClientGo(cs.CoordinationV1())}
+	var h *holder.Holder
+	if os.Getenv("FENCING_TOKEN") != "" {
+		if base, err = base.FromEnv(); err == nil {
+			h, err = holder.Start(ctx, base)
+		}
+	} else if base, err = base.NamesFromEnv(); err == nil {
+		h, err = holder.StartWhenGranted(ctx, base)
 	}
-	h, err := holder.Start(ctx, hc)
 	if err != nil {
-		return nil, fmt.Errorf("confirming the grant: %w", err)
+		return nil, 0, fmt.Errorf("confirming the grant: %w", err)
+	}
+	fmt.Printf("T=%d holding token %d\n", time.Now().UnixNano(), h.Token())
+	if zombie {
+		return func() (bool, time.Time) { return true, time.Now().Add(2 * time.Second) }, h.Token(), nil
 	}
 	return func() (bool, time.Time) {
 		now, until := time.Now(), h.Deadline()
 		return h.Context().Err() == nil && now.Before(until), until
-	}, nil
+	}, h.Token(), nil
 }

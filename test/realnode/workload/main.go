@@ -4,7 +4,7 @@
 // time in Unix nanoseconds, so the suite can tell when a grant reached it. On SIGTERM it
 // prints when it stopped. With LEDGER_DSN it writes through the SQL fence (writer.go),
 // while the agent's state file says it holds, or with HOLDER=pkg while its own
-// pkg/holder Holder does (grant.go).
+// pkg/holder Holder does (grant.go); WRITE_LOG and ZOMBIE_ONE_IN serve the chaos run.
 // With WORK_UNTIL (Unix seconds) it ends then (a batch run). With CRASH_AFTER (a Go
 // duration) it crashes that long after it started (crash.go).
 // Packed with fencedlease-agent into the suite's image, so
@@ -12,7 +12,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -34,16 +33,11 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	stopWriting := make(chan struct{})
+	writerDone := make(chan struct{})
 	if dsn := os.Getenv("LEDGER_DSN"); dsn != "" {
-		may := func() (bool, time.Time) { return agentFile(time.Now()) }
-		if os.Getenv("HOLDER") == "pkg" {
-			var err error
-			if may, err = ownHolder(context.Background()); err != nil {
-				fmt.Println("holder:", err)
-				os.Exit(1)
-			}
-		}
-		go write(dsn, name, may, stopWriting)
+		go func() { defer close(writerDone); startWriting(dsn, name, stopWriting) }()
+	} else {
+		close(writerDone)
 	}
 	crashAfterWhile()
 	var done <-chan time.Time
@@ -66,6 +60,11 @@ func main() {
 		select {
 		case <-sig:
 			close(stopWriting)
+			// The write under way ends and is told (WRITE_LOG) before the process does.
+			select {
+			case <-writerDone:
+			case <-time.After(2 * time.Second):
+			}
 			fmt.Printf("T=%d stopped\n", time.Now().UnixNano())
 			return
 		case <-done:

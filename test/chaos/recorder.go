@@ -21,9 +21,10 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// recorder follows the pods' states and the Lease's renewals with watches, and the
-// FencedLease's revocations by polling its status.
-type recorder struct {
+// Recorder follows the pods' states and the Lease's renewals with watches, and the
+// FencedLease's revocations by polling its status: the History's States, Renewals and
+// Revocations of one FencedLease, on envtest or on real nodes.
+type Recorder struct {
 	mu          sync.Mutex
 	states      []StateChange
 	renewals    []Renewal
@@ -31,8 +32,9 @@ type recorder struct {
 	lastState   map[string]string // pod UID → last state recorded
 }
 
-func record(ctx context.Context, cs *kubernetes.Clientset, c client.Client, ns, lease string) *recorder {
-	r := &recorder{lastState: map[string]string{}}
+// Record starts recording the FencedLease ns/lease until ctx ends.
+func Record(ctx context.Context, cs *kubernetes.Clientset, c client.Client, ns, lease string) *Recorder {
+	r := &Recorder{lastState: map[string]string{}}
 	go follow(ctx, func(ctx context.Context, rv string) (watch.Interface, error) {
 		if rv == "" {
 			// A fresh start: pods deleted while no watch ran are gone from the list.
@@ -85,7 +87,7 @@ func follow(ctx context.Context, start func(context.Context, string) (watch.Inte
 	}
 }
 
-func (r *recorder) pod(o runtime.Object, deleted bool) {
+func (r *Recorder) pod(o runtime.Object, deleted bool) {
 	p, ok := o.(*corev1.Pod)
 	if !ok {
 		return
@@ -106,7 +108,7 @@ func (r *recorder) pod(o runtime.Object, deleted bool) {
 
 // relisted records the pods of a fresh list, and every pod seen before that is not in it
 // as deleted.
-func (r *recorder) relisted(pods []corev1.Pod) {
+func (r *Recorder) relisted(pods []corev1.Pod) {
 	present := map[string]bool{}
 	for i := range pods {
 		present[string(pods[i].UID)] = true
@@ -122,10 +124,13 @@ func (r *recorder) relisted(pods []corev1.Pod) {
 	}
 }
 
-func (r *recorder) lease(o runtime.Object, name string) {
+func (r *Recorder) lease(o runtime.Object, name string) {
 	l, ok := o.(*coordinationv1.Lease)
 	if !ok || l.Name != name || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
 		return
+	}
+	if l.Spec.AcquireTime != nil && l.Spec.RenewTime.Equal(l.Spec.AcquireTime) {
+		return // the operator's grant, not yet renewed by its holder
 	}
 	token, _ := strconv.ParseInt(l.Annotations[fencingv1.TokenAnnotation], 10, 64)
 	r.mu.Lock()
@@ -133,7 +138,7 @@ func (r *recorder) lease(o runtime.Object, name string) {
 	r.renewals = append(r.renewals, Renewal{Pod: *l.Spec.HolderIdentity, Token: token, At: l.Spec.RenewTime.Time})
 }
 
-func (r *recorder) pollRevocations(ctx context.Context, c client.Client, ns, name string) {
+func (r *Recorder) pollRevocations(ctx context.Context, c client.Client, ns, name string) {
 	var last int64
 	for ctx.Err() == nil {
 		fl := &fencingv1.FencedLease{}
@@ -152,7 +157,8 @@ func (r *recorder) pollRevocations(ctx context.Context, c client.Client, ns, nam
 	}
 }
 
-func (r *recorder) into(h *History) {
+// Into adds what was recorded so far to h.
+func (r *Recorder) Into(h *History) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h.States = append(h.States, r.states...)
