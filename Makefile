@@ -30,11 +30,9 @@ HELM := $(BIN)/helm
 IMAGE_TOOL := $(BIN)/image-tool
 GINKGO_FLAGS ?=
 # Test packages at once: three times the CPUs, since the envtest suites wait on leases more
-# than they compute, and -p also bounds the links: at -p 4 the short packages' test binaries
-# were linked only after the four long suites ended. Warm, on 2 cores, one tree: -p 4 389 s,
-# -p 6 316 and 327 s, -p 8 339 s (earlier: -p 2 left the CPUs 45 % idle over 767 s).
-# go test starts packages in the order they are named: the longest first (cold, on 2 cores:
-# 250, 240, 230, 220, 140, 110, then about 50 s each), so the short ones fill in around them.
+# than they compute, and -p also bounds the links (fewer, and the short packages' test
+# binaries are linked only after the long suites end). go test starts packages in the order
+# they are named: the longest first, so the short ones fill in around them.
 LONG_TESTS := ./test/realnode ./test/e2e ./test/chaos ./test/outages ./test/workloads ./controllers/fencedlease \
 	./test/authority ./internal/plugin ./pkg/holder ./hack/krew ./controllers/leadership
 TEST_PACKAGES ?= $(shell echo $$((3 * $$(getconf _NPROCESSORS_ONLN))))
@@ -159,8 +157,9 @@ test: envtest nodes lint rules $(HELM) test-images ## Run every test (unit, envt
 	go test -race -count=1 -timeout 45m -p $(TEST_PACKAGES) $(LONG_TESTS) ./... -coverprofile cover.out $(GINKGO_FLAGS)
 
 .PHONY: chaos
-chaos: envtest ## The long fault-injection run: two operator replicas, holders writing through the SQL fence, each fault class 10 times (about an hour); prints the table. CHAOS_ROUNDS=N to change.
+chaos: envtest nodes test-images ## The long fault-injection runs: two operator replicas with holders writing through the SQL fence (about an hour), then, as root, holders on real nodes frozen, cut off, their kubelet stopped, their node lost (about 4 min a round); each fault CHAOS_ROUNDS (10) times; prints the tables.
 	go test -count=1 -timeout 150m ./test/chaos -run TestChaos -v -chaos.rounds=$(CHAOS_ROUNDS) -chaos.series=3 -chaos.long
+	go test -count=1 -timeout 150m ./test/realnode -run 'TestRealNodes/chaos' -v -realnode.chaos.rounds=$(CHAOS_ROUNDS)
 
 BENCH_FLAGS ?=
 

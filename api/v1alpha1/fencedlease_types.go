@@ -93,8 +93,9 @@ type FencedLeaseSpec struct {
 	Suspend bool `json:"suspend,omitempty"`
 
 	// MinFencingToken raises the token floor: every token granted from now on is above
-	// it, and status.fencingToken jumps to it at once. It may only increase. Use it after
-	// restoring etcd from a backup: set it to the highest token your resources stored.
+	// it. A current holder keeps its grant and token; status.fencingToken jumps to the
+	// floor once no pod holds. It may only increase. Use it after restoring etcd from a
+	// backup: set it to the highest token your resources stored.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MinFencingToken int64 `json:"minFencingToken,omitempty"`

@@ -36,11 +36,11 @@ const (
 	// reads it from every renewal.
 	SuccessorAnnotation = "fencing.fencedlease.io/successor"
 
-	// CutOffReasonAnnotation on the Lease says why the operator cut its holder off when
-	// no other object says so (PodCannotRun: the pod's crash loop may pause between
-	// back-offs), written in the same compare-and-swap that clears the holder and removed
-	// by the next grant: a restarted operator still waits the lease out and revokes
-	// for that reason.
+	// CutOffReasonAnnotation on the Lease says why the operator cleared its holder,
+	// written in the same compare-and-swap and removed by the next grant: PodCannotRun
+	// for a holder cut off that waits the lease out (the pod's crash loop may pause
+	// between back-offs, so no other object says so), or the reason of a revocation made
+	// there and then. A restarted operator finishes either for that reason.
 	CutOffReasonAnnotation = "fencing.fencedlease.io/cut-off-reason"
 
 	// RevokeAnnotation on a FencedLease asks the operator to revoke the grant with that

@@ -131,6 +131,41 @@ func TestMinFencingTokenRaisesTheFloor(t *testing.T) {
 	}
 }
 
+// Raising spec.minFencingToken while a pod holds applies from the next grant: the holder
+// keeps its token, on the Lease too — its library stops on a token that is not its own,
+// and it was revoked a lease later as LeaseExpired — and the next grant is above the
+// floor, or none at the int64 limit.
+func TestMinFencingTokenRaisedMidGrantAppliesFromTheNextGrant(t *testing.T) {
+	for _, floor := range []int64{100, math.MaxInt64} {
+		c := clocktesting.NewFakeClock(t0)
+		tr := newRenewalTracker(c)
+		fl := newFL(10)
+		pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
+		h := step(tr, c, fl, nil, pods).granted()
+		fl.Spec.MinFencingToken = floor
+		for range 3 { // three leases of renewals
+			c.Step(5 * time.Second)
+			d := step(tr, c, fl, leaseFor(h, c.Now()), pods)
+			if d.revoked() != nil || d.status.Holder == nil || d.status.Holder.Token != 1 || d.status.FencingToken != 1 {
+				t.Fatalf("floor %d: the holder must keep token 1 while it renews: %+v", floor, d.status)
+			}
+			if l := leaseShowing(fl, &d.status, leaseFor(h, c.Now()), renewal{}); parseToken(l.Annotations) != 1 {
+				t.Fatalf("floor %d: the Lease must keep its holder's token 1, it would show %d", floor, parseToken(l.Annotations))
+			}
+		}
+		pods[0].Status.Phase = corev1.PodSucceeded
+		d := step(tr, c, fl, leaseFor(h, c.Now()), pods)
+		switch {
+		case d.released() == nil:
+			t.Fatalf("floor %d: want a's release, got %+v", floor, d)
+		case floor < math.MaxInt64 && (d.granted() == nil || d.granted().Token != floor+1):
+			t.Fatalf("floor %d: want b granted token %d, got %+v", floor, floor+1, d.granted())
+		case floor == math.MaxInt64 && (d.granted() != nil || heldReason(d.status) != fencingv1.ReasonTokensExhausted):
+			t.Fatalf("at the int64 limit: want no grant and TokensExhausted, got %+v", d.status)
+		}
+	}
+}
+
 // Changing spec.leaseDurationSeconds mid-grant does not cut a holder short: the duration
 // is frozen per grant; the new one applies from the next grant.
 func TestDurationIsFrozenPerGrant(t *testing.T) {

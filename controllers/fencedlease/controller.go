@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -51,6 +52,9 @@ type Reconciler struct {
 	recovery  *recovery
 	ownWrites *ownWrites
 	uncached  *uncachedLeases
+	// staleRetries spaces the retries after stale reads (staleretry.go); nil: every one
+	// in conflictRetry.
+	staleRetries workqueue.TypedRateLimiter[ctrl.Request]
 }
 
 // +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases,verbs=get;list;watch;update;patch
@@ -72,10 +76,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defer cancel()
 	res, err := r.reconcile(ctx, req)
 	r.recovery.observe(err)
+	if r.staleRetries != nil && !staleRead(err) {
+		r.staleRetries.Forget(req)
+	}
 	switch {
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err):
-		logf.FromContext(ctx).V(1).Info("stale read, retrying", "error", err.Error())
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	case staleRead(err):
+		retry := conflictRetry
+		if r.staleRetries != nil {
+			retry = r.staleRetries.When(req)
+		}
+		logf.FromContext(ctx).V(1).Info("stale read, retrying", "error", err.Error(), "after", retry)
+		return ctrl.Result{RequeueAfter: retry}, nil
 	case errors.Is(err, leadership.ErrNotLeader) || errors.Is(err, leadership.ErrTermEnded):
 		// Not certainly the leader: decide nothing. Leadership comes back with the next
 		// confirmed renewal, or the process ends and a standby takes over.
@@ -85,8 +96,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, err
 }
 
+// staleRead: a write lost an optimistic-concurrency race, hit an object the cache did not
+// yet know was gone, or created one that already existed.
+func staleRead(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err)
+}
+
 const (
-	// conflictRetry is short: the newer object is usually already on its way to the cache.
+	// conflictRetry is the first retry after a stale read: short, the newer object is
+	// usually already on its way to the cache (staleretry.go backs off from there).
 	conflictRetry = 20 * time.Millisecond
 	// cacheBehind is a fallback only: a reconcile that found the cache behind one of its
 	// own writes comes back with the watch event that write brings (the FencedLease
@@ -195,9 +213,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncPods(ctx, fl, pods, true); err != nil {
 		return ctrl.Result{}, err
 	}
-	if fl.DeletionTimestamp != nil && d.grant != nil {
-		// A grant only the Lease recorded (G2, or a hand-over) was adopted just now, and
-		// its holder may be at work: revoke it (D1) before letting go.
+	if fl.DeletionTimestamp != nil && (d.grant != nil || d.status.Holder != nil) {
+		// A grant only the Lease recorded (G2, or a hand-over) was adopted just now, or a
+		// holder still stands: its pod may be at work, so revoke it (D1) before letting go.
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if fl.DeletionTimestamp != nil {
@@ -438,8 +456,13 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLeas
 	} else {
 		next.Spec.HolderIdentity = nil
 		delete(next.Annotations, fencingv1.HolderUIDAnnotation)
-		if t := d.ended(cutOff); t != nil && t.revocation == fencingv1.ReasonPodCannotRun {
+		switch t := d.end; {
+		case t != nil && t.kind == cutOff && t.revocation == fencingv1.ReasonPodCannotRun:
 			// Only the Lease can say why this holder stands cut off (see waitingOutCutOff).
+			next.Annotations[fencingv1.CutOffReasonAnnotation] = string(t.revocation)
+		case t != nil && t.kind == revoke:
+			// Revoked here and now (X3): a restart before the status records it (X4) still
+			// finishes it for this reason (finishRevocationRule).
 			next.Annotations[fencingv1.CutOffReasonAnnotation] = string(t.revocation)
 		}
 	}
@@ -481,6 +504,9 @@ func (r *Reconciler) statusWritten(fl *fencingv1.FencedLease, d decision) {
 	if h := d.status.Holder; h != nil && d.asked() {
 		r.tracker.handoffAsked(key, h.PodUID, h.Token, d.now)
 	}
+	if h := d.status.Holder; h != nil && d.ended(withdrawHandoff) != nil {
+		r.tracker.handoffWithdrawn(key, h.PodUID, h.Token) // a later request gets its whole grace period
+	}
 	if rv := d.revoked(); rv != nil && rv.DelaySeconds > 0 {
 		at := d.now
 		if !d.end.at.IsZero() {
@@ -515,6 +541,9 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		}
 		ended(pod, corev1.EventTypeWarning, "Revoked", "Revoke", eventnote.Revoked(rv.Token, rv.PodName, detail))
 		r.Metrics.revoked(rv.Reason, t.lateness)
+	}
+	if t := d.ended(withdrawHandoff); t != nil {
+		log.Info("hand-off withdrawn: the successor no longer waits", "pod", klog.KRef(fl.Namespace, t.holder.PodName), "token", t.holder.Token)
 	}
 	if t := d.released(); t != nil {
 		h := t.holder

@@ -143,13 +143,18 @@ func decide(w world) decision {
 		return d
 	}
 	// The token floor: the Lease's high-water token (a re-created FencedLease continues
-	// above it) and spec.minFencingToken (a restore continues above it).
-	st.FencingToken = max(st.FencingToken, in.record.Token, fl.Spec.MinFencingToken)
+	// above it) and spec.minFencingToken (a restore continues above it). The latter from
+	// the next grant: a holder keeps its own token, on the Lease too, where its library
+	// reads it and would stop on any other.
+	st.FencingToken = max(st.FencingToken, in.record.Token)
+	if st.Holder == nil {
+		st.FencingToken = max(st.FencingToken, fl.Spec.MinFencingToken)
+	}
 	var ended types.UID
 	if t := d.released(); t != nil {
 		ended = t.holder.PodUID
 	}
-	waiting := passOver(candidates(w.pods, st, ended), w.unfitNodes)
+	waiting := passOver(candidates(w.pods, st, ended), withSilentNode(w.unfitNodes, d.revoked(), in.holder))
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
 	var next *transition
 	adopted := in.handedOver && st.Holder == nil
@@ -213,6 +218,8 @@ func (d *decision) apply(in *input) {
 		st.Holder = nil
 	case askHandoff:
 		st.Holder.Handoff = t.successor.DeepCopy()
+	case withdrawHandoff:
+		st.Holder.Handoff = nil
 	}
 	if h := st.Holder; h != nil && h.FirstRenewTime == nil && in.state == leaserecord.StateRenewed {
 		// The first renewal, recorded once: from here the grant runs on its lease duration.

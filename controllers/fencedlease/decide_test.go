@@ -222,6 +222,7 @@ func TestSuspendAndDeletion(t *testing.T) {
 	}
 }
 
+// Checks A1.
 func TestCandidatesSkipPodsThatHadAGeneration(t *testing.T) {
 	finishedPod := pod("finished", t0)
 	finishedPod.Status.Phase = corev1.PodFailed
@@ -240,7 +241,7 @@ func TestCandidatesSkipPodsThatHadAGeneration(t *testing.T) {
 
 // Only pods the webhook made candidates are ever granted: a pod labeled after creation
 // never went through it (no state, no gate), a pod whose gate is gone may already run,
-// and a pod another gate still holds could not start.
+// and a pod another gate still holds could not start. (A1)
 func TestCandidatesAreWaitingAndGated(t *testing.T) {
 	labeledLater := pod("labeled-later", t0)
 	labeledLater.Annotations = nil

@@ -23,6 +23,7 @@ var _ = Describe("Grant and release", func() {
 		startController(ns, controllerOpts{id: "ctrl"})
 	})
 
+	// Checks G3.
 	It("grants token 1 to the first candidate; status, Lease and pod agree and the gate is removed", func() {
 		createFL(ns, "invoices", 15, fencingv1.DeletePodPolicy)
 		createPod(ns, "p1", "invoices")
@@ -59,6 +60,7 @@ var _ = Describe("Grant and release", func() {
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	})
 
+	// Checks L1, L2, L3.
 	It("hands over in FIFO order when the holder succeeds, is deleted, or releases its Lease", func() {
 		createFL(ns, "invoices", 15, fencingv1.DeletePodPolicy)
 		// Creation times tie within a second; the name breaks ties, so p1 < p2 < p3.

@@ -2,6 +2,7 @@ package fencedlease
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +15,9 @@ import (
 // candidate (ties by name). Tools (kubectl fencedlease status) show it from this, so
 // what they show is what the controller does — but for one case it cannot see from the
 // objects alone: when a holder's grant ends while a pod of a newer revision of its own
-// workload waits, the controller grants that pod first (H4, remembered in memory).
+// workload waits, the controller grants that pod first (H4, remembered in memory); and in
+// the pass that revokes a holder that went silent, its node's standbys go last
+// (withSilentNode).
 // Warm standbys that cannot take over now go last (passOver): nodes are the cluster's
 // nodes, nil when the caller may not read them (then only a standby not running yet is
 // passed over).
@@ -48,6 +51,24 @@ func passOver(waiting []*corev1.Pod, unfitNodes map[string]string) []*corev1.Pod
 	}
 	slices.SortStableFunc(waiting, func(a, b *corev1.Pod) int { return cmp.Compare(passed(a), passed(b)) })
 	return waiting
+}
+
+// withSilentNode adds to unfit the node of a holder revoked in this pass because nothing
+// of it renewed — its lease ran out, or it never confirmed its grant — so the standbys on
+// that node go behind the others: the node's kubelet may be gone with every container on
+// it long before the node controller calls it NotReady (its grace period, 40 s by default,
+// outlasts short leases), and each of those standbys would cost a confirmation bound.
+func withSilentNode(unfit map[string]string, rv *fencingv1.Revocation, holder *corev1.Pod) map[string]string {
+	if rv == nil || holder == nil || holder.UID != rv.PodUID || holder.Spec.NodeName == "" || unfit[holder.Spec.NodeName] != "" ||
+		(rv.Reason != fencingv1.ReasonLeaseExpired && rv.Reason != fencingv1.ReasonStartupDeadlineExceeded) {
+		return unfit
+	}
+	out := maps.Clone(unfit)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[holder.Spec.NodeName] = "node " + holder.Spec.NodeName + " of a holder revoked for " + string(rv.Reason)
+	return out
 }
 
 // standbyUnfit says why Warm candidate p cannot take over now, or "" (a Cold candidate,

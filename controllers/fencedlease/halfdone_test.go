@@ -2,6 +2,7 @@ package fencedlease
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -111,6 +112,44 @@ func TestARevokeRequestOfANeverRenewedGrantFinishesAtOnceAfterAFailedStatusWrite
 // after the Lease was cleared, the reconcile that finishes it keeps that reason and
 // observes the lateness once, instead of calling it HandoffTimeout and losing the sample.
 func TestAnExpiredDrainingHolderStaysLeaseExpiredAfterAFailedStatusWrite(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) { expiredDrainingHolderAfterAFailedStatusWrite(t, restart) })
+	}
+}
+
+// The same with nobody to hand over to (the successor went): the Lease is cleared (X3),
+// not handed over, and a restarted process, which no longer remembers why, reads it off
+// the Lease — not as a hand-off cut-off that ran out (HandoffTimeout).
+func TestAnExpiredDrainingHolderCutOffStaysLeaseExpiredAfterARestart(t *testing.T) {
+	f := newCASFixture(t)
+	f.renew(t)
+	f.reconcile(t)
+	f.edit(t, func(fl *fencingv1.FencedLease) {
+		fl.Status.Holder.Handoff = &fencingv1.Handoff{SuccessorName: "b", SuccessorUID: "uid-b",
+			RequestTime: *microTime(f.clock.Now()), GracePeriodSeconds: 30}
+	}, true)
+	f.reconcile(t)
+	if err := f.c.Delete(context.Background(), f.pod(t, "b")); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(11 * time.Second) // expired, the grace period not over, nobody waiting
+	f.failStatusOnce()
+	f.reconcile(t)
+	if l := f.lease(t); l.Spec.HolderIdentity != nil {
+		t.Fatalf("want the Lease cleared, it names %q", *l.Spec.HolderIdentity)
+	}
+	if name, _, _ := f.holder(t); name != "a" {
+		t.Fatalf("the failed status write landed anyway: holder %q", name)
+	}
+	f.r.tracker = newRenewalTracker(f.clock) // restarted
+	f.clock.Step(100 * time.Millisecond)
+	f.reconcile(t)
+	if rv := f.lastRevocation(t); rv == nil || rv.Reason != fencingv1.ReasonLeaseExpired || rv.Token != 1 {
+		t.Fatalf("revoked as %+v, want token 1 LeaseExpired: the grace period was not over", rv)
+	}
+}
+
+func expiredDrainingHolderAfterAFailedStatusWrite(t *testing.T, restart bool) {
 	f := newCASFixture(t)
 	f.renew(t)
 	f.reconcile(t) // a renewed at t0: it runs on its 10 s lease from here
@@ -127,6 +166,9 @@ func TestAnExpiredDrainingHolderStaysLeaseExpiredAfterAFailedStatusWrite(t *test
 	if name, _, _ := f.holder(t); name != "a" {
 		t.Fatalf("the failed status write landed anyway: holder %q", name)
 	}
+	if restart {
+		f.r.tracker = newRenewalTracker(f.clock)
+	}
 	f.clock.Step(100 * time.Millisecond)
 	f.reconcile(t)
 	if name, token, _ := f.holder(t); name != "b" || token != 2 {
@@ -138,6 +180,9 @@ func TestAnExpiredDrainingHolderStaysLeaseExpiredAfterAFailedStatusWrite(t *test
 	m := &dto.Metric{}
 	if err := f.r.Metrics.lateness.Write(m); err != nil {
 		t.Fatal(err)
+	}
+	if restart {
+		return // a restarted process does not know the lateness of a revocation it did not decide
 	}
 	if n, sum := m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum(); n != 1 || sum < 0.9 || sum > 1.2 {
 		t.Fatalf("lateness histogram has %d samples summing to %.3fs, want one of about 1s", n, sum)
@@ -152,7 +197,7 @@ func (f *casFixture) lease(t *testing.T) *coordinationv1.Lease {
 // The hand-over (X3 with G2): an expired holder's grant moves to the next pod in one
 // compare-and-swap of the Lease, not a clear and a second write; b's pod gets its token
 // at once, a's deletion follows (P1); the status then records, in one write with b's first renewal, what the Lease
-// already shows, and the Lease is not written again.
+// already shows, and the Lease is not written again. (X5)
 func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	f := newCASFixture(t)
 	before, statusBefore := f.lease(t).ResourceVersion, f.fl(t).ResourceVersion

@@ -1,6 +1,7 @@
 package fencedlease
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,7 @@ func grantedRollout(d, grace int32) (*clocktesting.FakeClock, *renewalTracker, *
 	return c, tr, fl, pods, fl.Status.Holder.DeepCopy()
 }
 
+// Checks H1, H2.
 func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 5)
 
@@ -99,6 +101,47 @@ func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
 	}
 }
 
+// A rollback (or a user) deletes the successor a hand-off named before the holder
+// released: the request is withdrawn, the holder keeps its grant — not cut off when the
+// grace period would have ended — and shows Holding again; a later request gets a whole
+// grace period of its own. Measured on real nodes before: a Cold Deployment rolled back
+// from a bad image lost its holder to HandoffTimeout after the rollback completed (H5).
+func TestAHandoffWhoseSuccessorIsGoneIsWithdrawn(t *testing.T) {
+	c, tr, fl, pods, h := grantedRollout(10, 5)
+	c.Step(time.Second)
+	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Second)), pods, &pods[2]) // asked at +1s for n
+	if fl.Status.Holder.Handoff == nil {
+		t.Fatal("the hand-off was not asked")
+	}
+	gone := slices.DeleteFunc(slices.Clone(pods), func(p corev1.Pod) bool { return p.Name == "n" })
+	c.Step(time.Second)
+	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(2*time.Second)), gone, nil)
+	if fl.Status.Holder == nil || fl.Status.Holder.Handoff != nil || d.cutOff() || d.revoked() != nil {
+		t.Fatalf("want the request withdrawn and a still holding: %+v", fl.Status.Holder)
+	}
+	if holdingState(fl.Status.Holder) != fencingv1.PodHolding {
+		t.Fatal("the holder pod should show Holding again")
+	}
+	// Past when the grace period would have ended, still renewing: nothing happens.
+	for _, at := range []time.Duration{7 * time.Second, 12 * time.Second} {
+		c.SetTime(t0.Add(at))
+		if d := stepHandoff(tr, c, fl, leaseFor(h, c.Now()), gone, nil); d.cutOff() || d.revoked() != nil || fl.Status.Holder.PodName != "a" {
+			t.Fatalf("+%v: the withdrawn hand-off cut the holder off: %+v", at, d)
+		}
+	}
+	// A new successor waits: asked anew, with the whole grace period from now.
+	c.SetTime(t0.Add(13 * time.Second))
+	d = stepHandoff(tr, c, fl, leaseFor(h, c.Now()), pods, &pods[2])
+	if fl.Status.Holder.Handoff == nil || d.requeueAfter != 5*time.Second {
+		t.Fatalf("want a new request with a whole 5 s grace period, got %+v (requeue %v)", fl.Status.Holder.Handoff, d.requeueAfter)
+	}
+	c.Step(5*time.Second - time.Millisecond)
+	if d := stepHandoff(tr, c, fl, leaseFor(h, c.Now()), pods, nil); d.cutOff() {
+		t.Fatalf("the new request was cut short by the old one's start: %+v", d)
+	}
+}
+
+// Checks H3, C1, C2.
 func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 5)
 	c.Step(time.Second)
@@ -156,6 +199,7 @@ func TestDrainingHolderStillExpires(t *testing.T) {
 	}
 }
 
+// Checks X2.
 func TestExpiryReason(t *testing.T) {
 	for _, tc := range []struct {
 		started, timedOut bool

@@ -61,6 +61,12 @@ func podState(p *corev1.Pod) fencingv1.PodState {
 	return fencingv1.PodState(p.Annotations[fencingv1.StateAnnotation])
 }
 
+// successorWaits: the pod with uid is still a waiting candidate.
+func successorWaits(pods []corev1.Pod, uid types.UID) bool {
+	p := findPod(pods, uid)
+	return p != nil && p.DeletionTimestamp == nil && !finished(p) && podState(p) == fencingv1.PodWaiting
+}
+
 // findPod finds the pod with uid among pods.
 func findPod(pods []corev1.Pod, uid types.UID) *corev1.Pod {
 	for i := range pods {

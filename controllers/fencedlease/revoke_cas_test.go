@@ -147,7 +147,7 @@ func (f *casFixture) holder(t *testing.T) (string, int64, int64) {
 
 // The clock is read before the Lease: a pause between the Lease read and the decision
 // (here the clock jumping past expiry right after the read) cannot revoke a holder whose
-// renewal the read might have missed.
+// renewal the read might have missed. (X1)
 func TestExpiryIsJudgedOnTheClockReadBeforeTheLease(t *testing.T) {
 	f := newCASFixture(t)
 	f.clock.Step(9 * time.Second)

@@ -9,7 +9,7 @@ import (
 
 // A revoke request cuts the holder off at once and revokes when the lease it last renewed
 // runs out, never earlier; it names a token, so it never reaches a later grant; and a
-// controller that restarts between the cut-off and the revocation still waits.
+// controller that restarts between the cut-off and the revocation still waits. (Q2, C1, C2)
 func TestRevokeRequestCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 0)
 	c.Step(time.Second)

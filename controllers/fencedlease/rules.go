@@ -36,12 +36,13 @@ var holderRules = chain{
 	{"finish a half-done revocation", finishRevocationRule},
 	{"cannot start", cannotStartRule},
 	{"released", releasedRule},
-	{"cut off, waiting out the lease", cutOffRunsOutRule},
 	{"deleting", deletingRule},
+	{"cut off, waiting out the lease", cutOffRunsOutRule},
 	{"label removed", labelRemovedRule},
 	{"expired", expiredRule},
 	{"cannot run", cannotRunRule},
 	{"revoke requested", revokeRequestedRule},
+	{"hand-off withdrawn", handoffWithdrawnRule},
 	{"hand-off timeout", handoffTimeoutRule},
 	{"ask to hand off", askHandoffRule},
 	{"keep", keepRule},
@@ -64,14 +65,18 @@ func foreignLeaseRule(in *input) (transition, bool) {
 // over to the next grant (X3 with G2), and the status does not record the revocation (X4
 // failed: a conflict, a crash). Finish it with the reason it was decided for — this
 // process remembers it (with its lateness) until X4 lands; a restarted one reads it off
-// the Lease: a cut-off or hand-over it did not make on purpose (no hand-off asked, no
-// revoke requested) can only be an expiry.
+// the Lease, which records the reason of a revocation it cleared; a hand-over (or an
+// older operator's clear) it did not make on purpose (no hand-off asked, no revoke
+// requested) can only be an expiry.
 func finishRevocationRule(in *input) (transition, bool) {
 	if in.state != leaserecord.StateCutOff && !in.handedOver {
 		return transition{}, false
 	}
 	if p := in.renewal.revoking; p.reason != "" {
 		return transition{kind: revoke, revocation: p.reason, message: p.message, lateness: p.lateness, at: p.at}, true
+	}
+	if reason, ok := revokedOnLease(in.record); ok && in.state == leaserecord.StateCutOff {
+		return transition{kind: revoke, revocation: reason}, true
 	}
 	if in.handedOver && in.revokeRequested {
 		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
@@ -83,6 +88,19 @@ func finishRevocationRule(in *input) (transition, bool) {
 		return transition{}, false // cut off on purpose (C1): cutOffRunsOutRule
 	}
 	return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
+}
+
+// revokedOnLease is the reason of a revocation the Lease records as done (X3: written with
+// the clear of its holder), as opposed to a cut-off still waiting out the lease (C1:
+// PodCannotRun). Only the operator's own reasons count: a Lease's annotations are no
+// user's to set.
+func revokedOnLease(rec leaserecord.Record) (fencingv1.RevocationReason, bool) {
+	switch r := fencingv1.RevocationReason(rec.CutOffReason); r {
+	case fencingv1.ReasonLeaseExpired, fencingv1.ReasonStartupDeadlineExceeded, fencingv1.ReasonHandoffTimeout,
+		fencingv1.ReasonLabelRemoved, fencingv1.ReasonFencedLeaseDeleted, fencingv1.ReasonRevokeRequested, fencingv1.ReasonPodCannotStart:
+		return r, true
+	}
+	return "", false
 }
 
 // cannotStartRule: before its first renewal the holder pod reports that it cannot start
@@ -135,7 +153,8 @@ func cutOffRunsOutRule(in *input) (transition, bool) {
 	return transition{kind: revoke, revocation: expiryReason(in.started, true)}, true
 }
 
-// deletingRule: a FencedLease being deleted revokes its holder (D1).
+// deletingRule: a FencedLease being deleted revokes its holder (D1) — one standing cut
+// off too, at once as any holder: the finalizer goes only once no holder remains.
 func deletingRule(in *input) (transition, bool) {
 	if in.fl.DeletionTimestamp == nil {
 		return transition{}, false
@@ -208,6 +227,17 @@ func handoffTimeoutRule(in *input) (transition, bool) {
 		return transition{}, false
 	}
 	return transition{kind: cutOff, revocation: fencingv1.ReasonHandoffTimeout, leaseFirst: true, requeueAfter: in.left}, true
+}
+
+// handoffWithdrawnRule: the successor a hand-off named no longer waits — deleted by a
+// rollback or a user — before the holder released or the grace period ended: the request
+// is withdrawn, and the holder keeps its grant (H5) instead of being cut off for a
+// successor that will never come. A newer one, if one waits, is asked for anew.
+func handoffWithdrawnRule(in *input) (transition, bool) {
+	if in.h.Handoff == nil || in.graceLeft <= 0 || successorWaits(in.pods, in.h.Handoff.SuccessorUID) {
+		return transition{}, false
+	}
+	return transition{kind: withdrawHandoff, requeueAfter: in.left}, true
 }
 
 // askHandoffRule: a Cold pod of a newer revision of the holder's own workload waits: ask

@@ -136,6 +136,7 @@ func unschedulableHolder(in *input) {
 }
 func startupDeadline120(in *input) { in.h.StartupDeadlineSeconds = 120 }
 
+// Checks X7.
 func TestRuleCannotStart(t *testing.T) {
 	var cases []ruleCase
 	for _, reason := range []string{"ImagePullBackOff", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "InvalidImageName"} {
@@ -181,7 +182,7 @@ func crashLooped(in *input) {
 }
 
 // The hole behind a renewing sidecar: a holder that renewed and then cannot run is cut
-// off at once and revoked when its lease runs out, not kept as long as the sidecar lives.
+// off at once and revoked when its lease runs out, not kept as long as the sidecar lives. (X9)
 func TestRuleCannotRun(t *testing.T) {
 	var cases []ruleCase
 	for _, reason := range []string{"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "ImagePullBackOff"} {
@@ -264,6 +265,7 @@ func TestRuleDeleting(t *testing.T) {
 	})
 }
 
+// Checks A2.
 func TestRuleLabelRemoved(t *testing.T) {
 	runRuleTable(t, labelRemovedRule, []ruleCase{
 		{name: "labeled", applies: false},
@@ -309,6 +311,22 @@ func TestRuleHandoffTimeout(t *testing.T) {
 	})
 }
 
+// Checks H5.
+func TestRuleHandoffWithdrawn(t *testing.T) {
+	n := pod("n", t0)
+	waits := func(in *input) { in.pods = append(in.pods, n) }
+	runRuleTable(t, handoffWithdrawnRule, []ruleCase{
+		{name: "not asked", mod: waits, applies: false},
+		{name: "the successor waits", mod: all(handoffAsked(30, t0), waits), applies: false},
+		{name: "the successor is gone", mod: handoffAsked(30, t0), applies: true, kind: withdrawHandoff, requeue: 5 * time.Second},
+		{name: "the successor is terminating", mod: all(handoffAsked(30, t0), waits, func(in *input) {
+			in.pods[len(in.pods)-1].DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+		}), applies: true, kind: withdrawHandoff, requeue: 5 * time.Second},
+		// Grace over: the cut-off has begun (or begins now); nothing is withdrawn.
+		{name: "gone after the grace period", mod: handoffAsked(5, t0), applies: false},
+	})
+}
+
 func TestRuleAskHandoff(t *testing.T) {
 	n, w := pod("n", t0), pod("w", t0)
 	w.Annotations[fencingv1.StandbyAnnotation] = string(fencingv1.StandbyWarm)
@@ -343,6 +361,8 @@ func TestHolderRulesFirstMatchWins(t *testing.T) {
 		{all(at(10*time.Second), func(in *input) { in.holder = nil }), "released"},
 		// A deleted FencedLease revokes before a revoke request cuts off.
 		{all(revokeAsked, func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
+		// And before a cut-off holder waits out its lease: deletion lets go of no holder (D1).
+		{all(revokeAsked, cutOffLeaseOf, func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
 		{all(cutOffLeaseOf, func(in *input) { in.holder = nil }), "finish a half-done revocation"},
 		// A pod that failed before it ever renewed could not start: not a release.
 		{all(neverRenewed, func(in *input) { in.holder.Status.Phase = corev1.PodFailed }), "cannot start"},

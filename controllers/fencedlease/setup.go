@@ -26,7 +26,7 @@ import (
 // that holders' renewals still get through it. At 64, 1,000 failovers at once took so
 // much of the benchmark's server that renewals outran their deadline, and every lost
 // holder was one more failover; at 16 fewer were lost on average, and new grants went
-// faster (docs/performance.md, "Sixteen reconciles at once").
+// faster (docs/notes/performance-history.md, "Sixteen reconciles at once").
 const DefaultConcurrency = 16
 
 // Options are what the controller is built from. Setup refuses a missing one.
@@ -131,6 +131,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.ownWrites = newOwnWrites(r.Clock)
 	r.uncached = newUncachedLeases()
+	r.staleRetries = newStaleRetries()
 	r.recovery = newRecovery(r.APIReader, r.Client)
 	r.recovery.candidacy = r.candidacy
 	if r.candidacy == nil {

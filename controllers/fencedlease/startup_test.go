@@ -24,6 +24,7 @@ var _ = Describe("Startup deadline (issue 8, section 2)", func() {
 		return c.Message
 	}
 
+	// Checks X6.
 	It("judges a grant by its startup deadline until the first renewal, then by the lease; a pod that never renewed is deleted even under KeepPod", func() {
 		const lease, startup = 1 * time.Second, 3 * time.Second
 		Expect(k8s.Create(ctx, &fencingv1.FencedLease{

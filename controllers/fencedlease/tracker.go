@@ -175,6 +175,17 @@ func (t *renewalTracker) handoffAsked(key types.NamespacedName, uid types.UID, t
 	return last.handoffSince
 }
 
+// handoffWithdrawn forgets when grant (uid, token) was asked to hand off: the request was
+// withdrawn, and a later one counts its grace period from its own start.
+func (t *renewalTracker) handoffWithdrawn(key types.NamespacedName, uid types.UID, token int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, ok := t.seen[key]; ok && last.uid == uid && last.token == token {
+		last.handoffSince = time.Time{}
+		t.seen[key] = last
+	}
+}
+
 // revokingOnLease records that this process cleared the Lease to revoke grant (uid,
 // token) for reason (X3), so the revocation is finished with that reason and lateness
 // whatever the next look at the clock says.

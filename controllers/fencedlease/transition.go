@@ -16,13 +16,16 @@ const (
 	grant transitionKind = "Grant"
 	// release: the grant ended without fault (L1–L3).
 	release transitionKind = "Release"
-	// revoke: the grant is taken away (X1–X6).
+	// revoke: the grant is taken away (X1–X9).
 	revoke transitionKind = "Revoke"
 	// cutOff: the Lease stops naming the holder, which can renew no more; it is revoked
 	// once the lease it last renewed has run out (C1–C2).
 	cutOff transitionKind = "CutOff"
 	// askHandoff: the holder is asked to hand off to a newer revision of its workload (H1).
 	askHandoff transitionKind = "AskHandoff"
+	// withdrawHandoff: the successor a hand-off named no longer waits; the holder keeps
+	// its grant (H5).
+	withdrawHandoff transitionKind = "WithdrawHandoff"
 )
 
 // transition is one rule's verdict on one grant.

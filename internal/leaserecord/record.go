@@ -3,7 +3,7 @@
 // plugin all read the grant off a Lease through it, so a state such as "the holder has
 // started renewing" is derived in one place.
 //
-// The encoding (shared/design.md, "Names"): the Lease has the FencedLease's name and
+// The encoding (README.md, "The API at a glance"): the Lease has the FencedLease's name and
 // namespace and the label fencing.fencedlease.io/lease naming it; the annotation
 // fencing.fencedlease.io/token carries the newest token (the high-water mark, kept after
 // the grant ends: the tombstone); holderIdentity and the annotation
@@ -138,7 +138,7 @@ func (r Record) Cleared(token int64) bool {
 func (r Record) ReleasedBy(token int64) bool { return r.Cleared(token) && r.HasHolderUID }
 
 // CutOff is true when the operator cleared the holder of token (holder and UID): the
-// revocation's compare-and-swap (P2), or a cut-off after a hand-off grace period or on a
+// revocation's compare-and-swap (X3), or a cut-off after a hand-off grace period or on a
 // revoke request (C1). The holder can renew no more.
 func (r Record) CutOff(token int64) bool { return r.Cleared(token) && !r.HasHolderUID }
 

@@ -97,6 +97,7 @@ var _ = Describe("pkg/holder", func() {
 			To(BeNumerically(">=", 1), "renewals are counted under the lease's namespace and name")
 	})
 
+	// Checks R1.
 	It("refuses to start for a grant it does not hold", func() {
 		ns := grantedNamespace(15)
 		cs, _ := holderClient()

@@ -117,7 +117,7 @@ var _ = Describe("Pod updates (issue 7, items 1 and 2)", func() {
 	})
 
 	// With the policy in place only the operator can unlabel a pod; it plays here the
-	// part of a policy that was never installed or was bypassed.
+	// part of a policy that was never installed or was bypassed. (A2)
 	It("revokes a holder that lost its label, instead of releasing it while it runs", func() {
 		a := w.pod(Default, "a")
 		unlabeled := a.DeepCopy()

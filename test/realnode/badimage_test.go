@@ -90,24 +90,7 @@ func testBadImageWarm(t *testing.T) {
 		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 120, Standby: fencingv1.StandbyWarm}}))
 	grants, err := testenvWatch(ns)
 	must(t, err)
-	template := workloadPod(ns, "", lease, holdContainer("work"))
-	template.Labels["app"] = "singleton"
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "singleton"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "singleton"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: template.Spec}}}
-	must(t, rc.Client.Create(ctx, d))
-	var holder string
-	if err := poll(2*time.Minute, func() bool {
-		fl := getFencedLease(t, ns, lease)
-		if fl.Status.Holder == nil || fl.Status.Holder.FirstRenewTime == nil {
-			return false
-		}
-		holder = fl.Status.Holder.PodName
-		return true
-	}); err != nil {
-		t.Fatalf("the Deployment's holder never renewed")
-	}
-	reportedAt(t, ns, holder, "work", "env=1 file=1", time.Minute)
+	d, holder := holdDeployment(t, ns, lease, 2)
 
 	must(t, rc.Client.Get(ctx, clientKey(ns, "singleton"), d))
 	d.Spec.Template.Spec.Containers[0].Image = missingImage
@@ -189,4 +172,29 @@ func testBadImageWarm(t *testing.T) {
 	if _, err := grants.Stop(); err != nil {
 		t.Errorf("grant oracle: %v", err)
 	}
+}
+
+// holdDeployment creates the Deployment "singleton" of replicas pods under hold for lease,
+// and waits until its holder renewed and works (token 1).
+func holdDeployment(t *testing.T, ns, lease string, replicas int32) (*appsv1.Deployment, string) {
+	t.Helper()
+	template := workloadPod(ns, "", lease, holdContainer("work"))
+	template.Labels["app"] = "singleton"
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "singleton"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "singleton"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: template.Spec}}}
+	must(t, rc.Client.Create(context.Background(), d))
+	var holder string
+	if err := poll(2*time.Minute, func() bool {
+		fl := getFencedLease(t, ns, lease)
+		if fl.Status.Holder == nil || fl.Status.Holder.FirstRenewTime == nil {
+			return false
+		}
+		holder = fl.Status.Holder.PodName
+		return true
+	}); err != nil {
+		t.Fatalf("the Deployment's holder never renewed")
+	}
+	reportedAt(t, ns, holder, "work", "env=1 file=1", time.Minute)
+	return d, holder
 }

@@ -124,11 +124,14 @@ func TestRealNodes(t *testing.T) {
 	t.Run("crash loop behind a renewing sidecar", testCrashLoopBehindSidecar)
 	t.Run("bad image, Cold", testBadImageCold)
 	t.Run("bad image, Warm rollout", testBadImageWarm)
+	t.Run("bad image, Cold rollout", testBadImageColdRollout)
 	t.Run("node lost", testNodeLost)
 	t.Run("Warm standby on the lost node", testWarmStandbyOnLostNode)
+	t.Run("a Warm holder's machine dies with its standby", testMachineDiesWithItsStandby)
 	t.Run("kubectl drain of the holder's node", testDrain)
 	t.Run("PostgreSQL restart under the SQL fence", testPostgresRestart)
 	t.Run("upgrade from the previous release, and back", testUpgrade)
+	t.Run("chaos", testChaos)
 	t.Run("helm chart", testHelmChart)
 }
 

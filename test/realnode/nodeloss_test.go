@@ -132,13 +132,14 @@ func reportedAtNoLog(t *testing.T, ns, pod, want string, timeout time.Duration) 
 	return at
 }
 
-// testWarmStandbyOnLostNode: a Warm holder and the oldest Warm standby run on a node that
-// loses the control plane (kubelet stopped, both pods' packets to the API server dropped);
-// a younger standby runs on the other node. The node controller has not called the node
-// NotReady yet (its grace period outlasts the lease), so the grant goes to the oldest
-// standby, which cannot confirm it: it is revoked after the confirmation bound of a
-// running Warm standby (two leases, at least 10 s), not the startup deadline (120 s here),
-// and the younger standby takes over.
+// testWarmStandbyOnLostNode: the oldest Warm standby runs on a node that loses the
+// control plane (kubelet stopped, the pod's packets to the API server dropped) while the
+// holder, on the other node with the younger standby, is cut off from the API server. The
+// node controller has not called the lost node NotReady yet (its grace period outlasts
+// the lease), and the younger standby shares the silent holder's node (so it goes last),
+// so the grant goes to the oldest standby, which cannot confirm it: it is revoked after
+// the confirmation bound of a running Warm standby (two leases, at least 10 s), not the
+// startup deadline (120 s here), and the younger standby takes over.
 func testWarmStandbyOnLostNode(t *testing.T) {
 	const ns, lease, leaseSeconds, startupSeconds = "warmloss", "leader", 4, 120
 	newNamespace(t, ns)
@@ -148,7 +149,7 @@ func testWarmStandbyOnLostNode(t *testing.T) {
 	grants, err := testenvWatch(ns)
 	must(t, err)
 	lost, healthy := rc.Nodes[0], rc.Nodes[1]
-	for _, w := range []struct{ name, node string }{{"holder", lost}, {"standby-old", lost}, {"standby-young", healthy}} {
+	for _, w := range []struct{ name, node string }{{"holder", healthy}, {"standby-old", lost}, {"standby-young", healthy}} {
 		pod := workloadPod(ns, w.name, lease, holdContainer("work"))
 		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": w.node}
 		must(t, rc.Client.Create(ctx, pod))
@@ -190,4 +191,81 @@ func testWarmStandbyOnLostNode(t *testing.T) {
 	if _, err := grants.Stop(); err != nil {
 		t.Errorf("grant oracle: %v", err)
 	}
+}
+
+// testMachineDiesWithItsStandby: a Warm holder and the oldest Warm standby run on a node
+// whose machine dies (kubelet, containerd and every container killed); a younger standby
+// runs on the other node, with the operator's leader. The node still counts as Ready for
+// the node controller's grace period, but the pass that revokes the silent holder passes
+// over the standbys on its node:
+// token 2 goes to the younger standby, not to the dead one, which would cost a
+// confirmation bound (10 s) before anyone worked.
+func testMachineDiesWithItsStandby(t *testing.T) {
+	const ns, lease, leaseSeconds = "machinedies", "leader", 4
+	newNamespace(t, ns)
+	ctx := context.Background()
+	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 120, Standby: fencingv1.StandbyWarm}}))
+	grants, err := testenvWatch(ns)
+	must(t, err)
+	// The machine that dies is not the operator leader's: a leader failover (its lease)
+	// would outlast the node controller's grace period and hide what is measured here.
+	dies, healthy := rc.Nodes[0], rc.Nodes[1]
+	if operatorLeaderOn(t, dies) {
+		dies, healthy = healthy, dies
+	}
+	for _, w := range []struct{ name, node string }{{"holder", dies}, {"standby-old", dies}, {"standby-young", healthy}} {
+		pod := workloadPod(ns, w.name, lease, holdContainer("work"))
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": w.node}
+		must(t, rc.Client.Create(ctx, pod))
+		time.Sleep(1100 * time.Millisecond) // creation times count in seconds: the order is the list's
+	}
+	reportedAt(t, ns, "holder", "work", "env=1 file=1", 90*time.Second)
+	for _, name := range []string{"standby-old", "standby-young"} {
+		if err := poll(90*time.Second, func() bool { p := getPodOrNil(ns, name); return p != nil && p.Status.Phase == corev1.PodRunning }); err != nil {
+			t.Fatalf("%s never ran", name)
+		}
+	}
+	renewals := followRenewals(ns, lease, "holder")
+	leaderDies := operatorLeaderOn(t, dies)
+	must(t, rc.KillNode(dies))
+	nodeDown := true
+	t.Cleanup(func() {
+		if nodeDown {
+			_ = rc.StartNode(dies)
+		}
+	})
+	working := loggedWithPrefix(t, ns, "standby-young", "env=", 2*time.Minute)
+	last := <-renewals
+	fl := getFencedLease(t, ns, lease)
+	if h := fl.Status.Holder; h == nil || h.PodName != "standby-young" || h.Token != 2 {
+		t.Errorf("want standby-young granted token 2, before the dead node's standby; status %+v", fl.Status)
+	}
+	if rv := fl.Status.LastRevocation; rv == nil || rv.PodName != "holder" || rv.Reason != fencingv1.ReasonLeaseExpired {
+		t.Errorf("want the holder's token 1 revoked as LeaseExpired, the last revocation; got %+v", rv)
+	}
+	measured("a Warm holder's machine dies with its older standby: last renewal → the other node's standby at work",
+		"%v (lease %d s; the operator's leader died with it: %v)", working.Sub(last).Round(10*time.Millisecond), leaseSeconds, leaderDies)
+	must(t, rc.StartNode(dies))
+	nodeDown = false
+	must(t, rc.WaitForNodes(2*time.Minute))
+	if _, err := grants.Stop(); err != nil {
+		t.Errorf("grant oracle: %v", err)
+	}
+}
+
+// operatorLeaderOn: the operator replica that leads runs on node.
+func operatorLeaderOn(t *testing.T, node string) bool {
+	l, err := clientset(t).CoordinationV1().Leases(operatorNamespace).Get(context.Background(), "fencedlease-operator", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return false
+	}
+	list := &corev1.PodList{}
+	must(t, rc.Client.List(context.Background(), list, clientNamespace(operatorNamespace)))
+	for _, p := range list.Items {
+		if strings.HasPrefix(*l.Spec.HolderIdentity, p.Name) {
+			return p.Spec.NodeName == node
+		}
+	}
+	return false
 }
