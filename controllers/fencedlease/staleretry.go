@@ -5,11 +5,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// newStaleRetries backs off the retries after stale reads (a Conflict, NotFound or
-// AlreadyExists), per FencedLease: the first in conflictRetry — the newer object is
-// usually on its way to the cache — each next one twice as late, up to maxRetryDelay. A
-// write that keeps failing (an object gone for good) costs a pass a second, not fifty;
-// any other outcome of a pass starts over.
+// newStaleRetries spaces the retries after stale reads (a Conflict, NotFound or
+// AlreadyExists), per FencedLease: the first fastStaleRetries in conflictRetry — the newer
+// object is usually on its way to the cache, and a burst of them under load must not
+// delay an expiry — then one each maxRetryDelay. A write that keeps failing (an object
+// gone for good) costs a pass a second, not fifty; any other outcome of a pass starts over.
 func newStaleRetries() workqueue.TypedRateLimiter[ctrl.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](conflictRetry, maxRetryDelay)
+	return workqueue.NewTypedItemFastSlowRateLimiter[ctrl.Request](conflictRetry, maxRetryDelay, fastStaleRetries)
 }
+
+// fastStaleRetries is how many retries in a row come in conflictRetry (0.2 s in all).
+const fastStaleRetries = 10

@@ -1,7 +1,9 @@
 // Package chaos injects faults into a running operator (its real binary, two replicas)
 // while holders on pkg/holder write through pkg/fence, records what happened, and checks
-// the history against the product's guarantees. Times are from one machine's clock: the
-// test process's, and the operator's for revocations, on the same host.
+// the history against the product's guarantees. Its recorder and checker also judge the
+// real-node class (test/realnode), whose faults strike holders. Times are from one
+// machine's clock: the test process's, the operator's for revocations, and the holders'
+// for renewals, on the same host.
 package chaos
 
 import (
