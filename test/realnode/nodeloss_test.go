@@ -149,18 +149,7 @@ func testWarmStandbyOnLostNode(t *testing.T) {
 	grants, err := testenvWatch(ns)
 	must(t, err)
 	lost, healthy := rc.Nodes[0], rc.Nodes[1]
-	for _, w := range []struct{ name, node string }{{"holder", healthy}, {"standby-old", lost}, {"standby-young", healthy}} {
-		pod := workloadPod(ns, w.name, lease, holdContainer("work"))
-		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": w.node}
-		must(t, rc.Client.Create(ctx, pod))
-		time.Sleep(1100 * time.Millisecond) // creation times count in seconds: the order is the list's
-	}
-	reportedAt(t, ns, "holder", "work", "env=1 file=1", 90*time.Second)
-	for _, name := range []string{"standby-old", "standby-young"} {
-		if err := poll(90*time.Second, func() bool { p := getPodOrNil(ns, name); return p != nil && p.Status.Phase == corev1.PodRunning }); err != nil {
-			t.Fatalf("%s never ran", name)
-		}
-	}
+	warmTrio(t, ns, lease, healthy, lost, healthy)
 	renewals := followRenewals(ns, lease, "holder")
 	for _, name := range []string{"holder", "standby-old"} {
 		must(t, rc.CutFromAPIServer(getPod(t, ns, name), "work"))
@@ -214,18 +203,7 @@ func testMachineDiesWithItsStandby(t *testing.T) {
 	if operatorLeaderOn(t, dies) {
 		dies, healthy = healthy, dies
 	}
-	for _, w := range []struct{ name, node string }{{"holder", dies}, {"standby-old", dies}, {"standby-young", healthy}} {
-		pod := workloadPod(ns, w.name, lease, holdContainer("work"))
-		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": w.node}
-		must(t, rc.Client.Create(ctx, pod))
-		time.Sleep(1100 * time.Millisecond) // creation times count in seconds: the order is the list's
-	}
-	reportedAt(t, ns, "holder", "work", "env=1 file=1", 90*time.Second)
-	for _, name := range []string{"standby-old", "standby-young"} {
-		if err := poll(90*time.Second, func() bool { p := getPodOrNil(ns, name); return p != nil && p.Status.Phase == corev1.PodRunning }); err != nil {
-			t.Fatalf("%s never ran", name)
-		}
-	}
+	warmTrio(t, ns, lease, dies, dies, healthy)
 	renewals := followRenewals(ns, lease, "holder")
 	leaderDies := operatorLeaderOn(t, dies)
 	must(t, rc.KillNode(dies))
@@ -268,4 +246,22 @@ func operatorLeaderOn(t *testing.T, node string) bool {
 		}
 	}
 	return false
+}
+
+// warmTrio creates, in this order, the Warm pods holder, standby-old and standby-young
+// under hold on the nodes given, and waits until the holder works and both standbys run.
+func warmTrio(t *testing.T, ns, lease, holderNode, oldNode, youngNode string) {
+	t.Helper()
+	for _, w := range []struct{ name, node string }{{"holder", holderNode}, {"standby-old", oldNode}, {"standby-young", youngNode}} {
+		pod := workloadPod(ns, w.name, lease, holdContainer("work"))
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": w.node}
+		must(t, rc.Client.Create(context.Background(), pod))
+		time.Sleep(1100 * time.Millisecond) // creation times count in seconds: the order is the list's
+	}
+	reportedAt(t, ns, "holder", "work", "env=1 file=1", 90*time.Second)
+	for _, name := range []string{"standby-old", "standby-young"} {
+		if err := poll(90*time.Second, func() bool { p := getPodOrNil(ns, name); return p != nil && p.Status.Phase == corev1.PodRunning }); err != nil {
+			t.Fatalf("%s never ran", name)
+		}
+	}
 }
