@@ -53,5 +53,5 @@ func (d *decision) deferStatus(w world, in *input, adopted bool) {
 // handsOver: this decision's compare-and-swap on the Lease ends the status's grant and
 // names the next one (X3 with G2), because the Lease shows the grant that ends.
 func (d *decision) handsOver(w world) bool {
-	return d.leaseFirst() && d.grant != nil && w.fl.Status.Holder != nil && shows(w.lease, w.fl.Status.Holder)
+	return d.leaseFirst() && d.grant != nil && d.leaseShowsHolder
 }

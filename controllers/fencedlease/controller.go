@@ -13,9 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,38 +22,13 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
 	"github.com/fencedlease/fencedlease/internal/eventnote"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
-
-// Reconciler grants, watches and revokes FencedLeases.
-type Reconciler struct {
-	client.Client
-	// APIReader reads the Lease uncached, so expiry is never judged on a stale copy.
-	APIReader client.Reader
-	Recorder  recorder.EventRecorder
-	Clock     clock.PassiveClock
-	Metrics   *Metrics
-	// MaxConcurrentReconciles is how many FencedLeases are reconciled at once (one key is
-	// never reconciled twice at once); 0 means 1.
-	MaxConcurrentReconciles int
-
-	candidacy *leadership.Candidacy
-	memory    *Memory
-	pods      podLister
-	nodes     nodeJudge // nil: every node can take a grant
-	tracker   *renewalTracker
-	recovery  *recovery
-	ownWrites *ownWrites
-	uncached  *uncachedLeases
-	// staleRetries spaces the retries after stale reads (staleretry.go); nil: every one
-	// in conflictRetry.
-	staleRetries workqueue.TypedRateLimiter[ctrl.Request]
-}
 
 // +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=fencing.fencedlease.io,resources=fencedleases/status,verbs=get;update;patch
@@ -287,9 +260,10 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, unc
 		return w, err
 	}
 	w.unfitNodes = r.unfitNodes(w.pods)
+	rec := leaserecord.Read(w.lease)
 	if h := fl.Status.Holder; h != nil {
 		key := client.ObjectKeyFromObject(fl)
-		w.renewal = r.tracker.observe(key, h.PodUID, h.Token, renewalOn(w.lease, h))
+		w.renewal = r.tracker.observe(key, h.PodUID, h.Token, renewalOn(rec, h))
 		// Not among the labeled pods: gone, or still there without its label. Unless this
 		// process handed its grant over already and made its pod follow (X5, X6): then
 		// the status only waits for the next holder's first renewal (deferStatus), and
@@ -308,12 +282,12 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, unc
 		if h.Handoff != nil {
 			w.handoffSince = r.tracker.handoffStarted(key, h.PodUID, h.Token)
 		} else if fl.DeletionTimestamp == nil {
-			if w.successor, err = r.successorOf(ctx, key, h, w.holder, candidates(w.pods, &fl.Status, "")); err != nil {
+			if w.successor, err = r.successorOf(ctx, key, h, w.holder, grantorder.Candidates(w.pods, &fl.Status, "")); err != nil {
 				return w, err
 			}
 		}
 	}
-	if rec := leaserecord.Read(w.lease); rec.Ahead(fl.Status.FencingToken) {
+	if rec.Ahead(fl.Status.FencingToken) {
 		w.grantedOnLeaseAt = r.tracker.grantedOnLeaseAt(client.ObjectKeyFromObject(fl), rec.HolderUID, rec.Token)
 	}
 	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {
@@ -340,7 +314,7 @@ func (r *Reconciler) unfitNodes(pods []corev1.Pod) map[string]string {
 	var out map[string]string
 	for i := range pods {
 		node := pods[i].Spec.NodeName
-		if r.nodes == nil || node == "" || !warm(&pods[i]) {
+		if r.nodes == nil || node == "" || !grantorder.Warm(&pods[i]) {
 			continue
 		}
 		if why := r.nodes.unfit(node); why != "" {
@@ -388,8 +362,8 @@ func (r *Reconciler) successorOf(ctx context.Context, key client.ObjectKey, h *f
 // renewalOn is the renewTime the holder of grant h wrote on the Lease; nil while the Lease
 // does not show the grant, or shows only the controller's own grant-time write (its
 // renewTime is the acquireTime): that is not a renewal.
-func renewalOn(l *coordinationv1.Lease, h *fencingv1.Holder) *metav1.MicroTime {
-	if rec := leaserecord.Read(l); rec.Shows(h.PodName, h.PodUID, h.Token) && rec.Renewed() {
+func renewalOn(rec leaserecord.Record, h *fencingv1.Holder) *metav1.MicroTime {
+	if rec.Shows(h.PodName, h.PodUID, h.Token) && rec.Renewed() {
 		return rec.RenewTime
 	}
 	return nil
@@ -447,24 +421,24 @@ func readByUID[T client.Object](ctx context.Context, reader client.Reader, obj T
 // and the Lease is its first record — a status write that fails after it is finished by
 // the next reconcile, which adopts the grant off the Lease (adoptRule).
 func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLease, d decision, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	if !shows(lease, fl.Status.Holder) {
+	if !d.leaseShowsHolder {
 		return lease, nil // the grant never reached the Lease: nobody could renew it
 	}
 	next := lease.DeepCopy()
 	if d.grant != nil {
 		next = leaseShowing(fl, &d.status, lease, renewal{})
 	} else {
-		next.Spec.HolderIdentity = nil
-		delete(next.Annotations, fencingv1.HolderUIDAnnotation)
+		var reason fencingv1.RevocationReason
 		switch t := d.end; {
 		case t != nil && t.kind == cutOff && t.revocation == fencingv1.ReasonPodCannotRun:
 			// Only the Lease can say why this holder stands cut off (see waitingOutCutOff).
-			next.Annotations[fencingv1.CutOffReasonAnnotation] = string(t.revocation)
+			reason = t.revocation
 		case t != nil && t.kind == revoke:
 			// Revoked here and now (X3): a restart before the status records it (X4) still
 			// finishes it for this reason (finishRevocationRule).
-			next.Annotations[fencingv1.CutOffReasonAnnotation] = string(t.revocation)
+			reason = t.revocation
 		}
+		leaserecord.CutOff(next, reason)
 	}
 	err := r.Update(ctx, next)
 	r.ownWrites.after(next, lease.ResourceVersion, err)

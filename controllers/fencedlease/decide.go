@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // world is what a reconcile observed.
@@ -103,10 +104,10 @@ func classify(w world, h *fencingv1.Holder) input {
 	in.left = w.renewal.observedAt.Add(in.limit).Sub(w.now)
 	in.graceLeft = handoffGraceLeft(w, h)
 	if in.started && w.holder != nil {
-		in.cannotRun, in.lastCrash = runFailure(w.holder), lastCrash(w.holder)
+		in.cannotRun, in.lastCrash = grantorder.RunFailure(w.holder), lastCrash(w.holder)
 	}
 	if !in.started && w.holder != nil {
-		in.cannotStart = startFailure(w.holder)
+		in.cannotStart = grantorder.StartFailure(w.holder)
 		if msg := unschedulable(w.holder); in.cannotStart == "" && msg != "" {
 			// Counted from this process's first look at the grant, on its own clock.
 			if in.unschedulableLeft = w.renewal.observedAt.Add(unschedulableBound).Sub(w.now); in.unschedulableLeft <= 0 {
@@ -130,6 +131,7 @@ func decide(w world) decision {
 	st := &d.status
 	st.ObservedGeneration = fl.Generation
 	in := classify(w, st.Holder)
+	d.leaseShowsHolder = in.state == leaserecord.StateGranted || in.state == leaserecord.StateRenewed
 	if st.Holder != nil {
 		d.apply(&in)
 	}
@@ -154,7 +156,7 @@ func decide(w world) decision {
 	if t := d.released(); t != nil {
 		ended = t.holder.PodUID
 	}
-	waiting := passOver(candidates(w.pods, st, ended), withSilentNode(w.unfitNodes, d.revoked(), in.holder))
+	waiting := grantorder.PassOver(grantorder.Candidates(w.pods, st, ended), grantorder.WithSilentNode(w.unfitNodes, d.revoked(), in.holder))
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
 	var next *transition
 	adopted := in.handedOver && st.Holder == nil
@@ -236,7 +238,7 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 		st.FencingToken == math.MaxInt64 {
 		return transition{}, false
 	}
-	next := waiting[successorIndex(waiting, fl.Status.Holder, w.successor)]
+	next := waiting[grantorder.SuccessorIndex(waiting, fl.Status.Holder, w.successor)]
 	h := fencingv1.Holder{
 		PodName:                next.Name,
 		PodUID:                 next.UID,
@@ -342,31 +344,6 @@ func lateness(w world, limit, local time.Duration) time.Duration {
 	return max(local, w.now.Sub(w.renewal.renewTime.Add(limit)))
 }
 
-// successorIndex is where in waiting the next grant goes: to the successor a hand-off
-// named when the grant that just ended was handing off, else to newer — a candidate of a
-// newer revision of the ended holder's workload (H4) — when it waits, else to the oldest
-// candidate.
-func successorIndex(waiting []*corev1.Pod, ended *fencingv1.Holder, newer *corev1.Pod) int {
-	want := types.UID("")
-	switch {
-	case ended != nil && ended.Handoff != nil:
-		want = ended.Handoff.SuccessorUID
-	case ended != nil && newer != nil:
-		want = newer.UID
-	}
-	for i, p := range waiting {
-		if want != "" && p.UID == want {
-			return i
-		}
-	}
-	return 0
-}
-
-// shows is true when Lease l names exactly grant h: pod, UID and token.
-func shows(l *coordinationv1.Lease, h *fencingv1.Holder) bool {
-	return leaserecord.Read(l).Shows(h.PodName, h.PodUID, h.Token)
-}
-
 // specDurationSeconds is the duration a grant made now gets.
 func specDurationSeconds(fl *fencingv1.FencedLease) int32 {
 	if s := fl.Spec.LeaseDurationSeconds; s > 0 {
@@ -391,7 +368,7 @@ func specStartupSeconds(fl *fencingv1.FencedLease) int32 {
 // deadline.
 func startupSecondsFor(fl *fencingv1.FencedLease, p *corev1.Pod) int32 {
 	s := specStartupSeconds(fl)
-	if p != nil && warm(p) && p.Status.Phase == corev1.PodRunning {
+	if p != nil && grantorder.Warm(p) && p.Status.Phase == corev1.PodRunning {
 		s = min(s, max(2*specDurationSeconds(fl), warmConfirmFloor))
 	}
 	return s

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -233,7 +234,7 @@ func TestCandidatesSkipPodsThatHadAGeneration(t *testing.T) {
 	tokened := pod("tokened", t0)
 	tokened.Annotations = map[string]string{fencingv1.TokenAnnotation: "2"}
 	waiting := pod("waiting", t0)
-	got := candidates([]corev1.Pod{finishedPod, terminating, revoked, tokened, waiting}, &fencingv1.FencedLeaseStatus{}, "")
+	got := grantorder.Candidates([]corev1.Pod{finishedPod, terminating, revoked, tokened, waiting}, &fencingv1.FencedLeaseStatus{}, "")
 	if len(got) != 1 || got[0].Name != "waiting" {
 		t.Fatalf("candidates = %v", got)
 	}
@@ -253,13 +254,13 @@ func TestCandidatesAreWaitingAndGated(t *testing.T) {
 	queued := pod("queued", t0) // a queue's gate is still on it: it could not start yet
 	queued.Spec.SchedulingGates = append(queued.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: "example.com/queue"})
 	ready := pod("ready", t0.Add(time.Second))
-	got := candidates([]corev1.Pod{labeledLater, ungated, released, queued, ready}, &fencingv1.FencedLeaseStatus{}, "")
+	got := grantorder.Candidates([]corev1.Pod{labeledLater, ungated, released, queued, ready}, &fencingv1.FencedLeaseStatus{}, "")
 	if len(got) != 1 || got[0].Name != "ready" {
 		t.Fatalf("candidates = %v, want only the Waiting pod held back by our gate alone", got)
 	}
 	// Once the queue lifts its gate, it is first again (oldest).
 	queued.Spec.SchedulingGates = queued.Spec.SchedulingGates[:1]
-	if got := candidates([]corev1.Pod{queued, ready}, &fencingv1.FencedLeaseStatus{}, ""); len(got) != 2 || got[0].Name != "queued" {
+	if got := grantorder.Candidates([]corev1.Pod{queued, ready}, &fencingv1.FencedLeaseStatus{}, ""); len(got) != 2 || got[0].Name != "queued" {
 		t.Fatalf("candidates = %v, want queued first once only our gate is left", got)
 	}
 }

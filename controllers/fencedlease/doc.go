@@ -88,7 +88,7 @@
 //
 //	P1. A pass writing a grant's first record on the Lease does only what its holder needs to start.
 //
-// The Lease's encoding is read in one place, internal/leaserecord, by this controller,
+// The Lease's encoding is read in one place, pkg/leaserecord, by this controller,
 // pkg/holder, the agent's startupProbe and the kubectl plugin.
 //
 // # Clocks

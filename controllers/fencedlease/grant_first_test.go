@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // newIdleFixture is a FencedLease (10 s lease) with no holder and waiting pods a (older)

@@ -13,18 +13,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
 // GrantOrder's first pod is the one decide grants when the grant ends: oldest first, and
 // a hand-off's successor ahead of older pods.
 func TestGrantOrderIsDecideOrder(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 5) // a, b (older revision), n (newer)
-	if got := names(GrantOrder(pods, nil, &fl.Status)); got != "b n" {
+	if got := names(grantorder.Queue(pods, nil, &fl.Status)); got != "b n" {
 		t.Fatalf("before the hand-off: %q, want oldest first", got)
 	}
 	c.Step(time.Second)
 	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Second)), pods, &pods[2])
-	order := GrantOrder(pods, nil, &fl.Status)
+	order := grantorder.Queue(pods, nil, &fl.Status)
 	if got := names(order); got != "n b" {
 		t.Fatalf("during the hand-off: %q, want the successor first", got)
 	}
@@ -79,15 +80,15 @@ func TestGrantOrderPassesOverStandbysThatCannotTakeOver(t *testing.T) {
 		pod("cold", t0.Add(5*time.Second)),
 	}
 	st := &fencingv1.FencedLeaseStatus{}
-	if got, want := names(GrantOrder(pods, nodes, st)), "healthy cold on-lost on-drained on-cut starting"; got != want {
+	if got, want := names(grantorder.Queue(pods, nodes, st)), "healthy cold on-lost on-drained on-cut starting"; got != want {
 		t.Fatalf("order %q, want %q", got, want)
 	}
 	// Without the nodes (a user who may not list them) only the start is known.
-	if got, want := names(GrantOrder(pods, nil, st)), "on-lost on-drained on-cut healthy cold starting"; got != want {
+	if got, want := names(grantorder.Queue(pods, nil, st)), "on-lost on-drained on-cut healthy cold starting"; got != want {
 		t.Fatalf("order without nodes %q, want %q", got, want)
 	}
 	// With nobody else, a standby on a lost node is still granted: the node may come back.
-	if got := names(GrantOrder(pods[:1], nodes, st)); got != "on-lost" {
+	if got := names(grantorder.Queue(pods[:1], nodes, st)); got != "on-lost" {
 		t.Fatalf("order %q, want on-lost", got)
 	}
 }

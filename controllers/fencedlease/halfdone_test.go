@@ -17,7 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // failingStatus refuses the next status write with a Conflict while armed: the write X4
@@ -207,7 +208,7 @@ func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	f.expectGrantOnLeaseInOneWrite(t, before, "b", 2)
 	// b is Cold: it starts when its pod is patched, in the pass that handed over, after
 	// a's demotion; a's deletion follows in the next pass (P1).
-	if a := f.pod(t, "a"); podState(a) != fencingv1.PodRevoked || a.Labels[fencingv1.HolderLabel] != "" {
+	if a := f.pod(t, "a"); grantorder.PodState(a) != fencingv1.PodRevoked || a.Labels[fencingv1.HolderLabel] != "" {
 		t.Fatalf("a's pod after the hand-over's pass: %v %v, want marked Revoked without the holder label", a.Annotations, a.Labels)
 	}
 	f.expectFollowUp(t, res)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
 // nodeCache follows the nodes, keeping of each only what says whether a standby running
@@ -85,27 +87,7 @@ func (c *nodeCache) unfit(name string) string {
 	if !ok {
 		return ""
 	}
-	return nodeUnfit(n)
-}
-
-// nodeUnfit says why node n cannot take a grant: cordoned (a drain is coming), tainted
-// unreachable, or its Ready condition not True (the node controller's verdict after its
-// grace period: the kubelet stopped reporting, or reports NotReady).
-func nodeUnfit(n *corev1.Node) string {
-	if n.Spec.Unschedulable {
-		return fmt.Sprintf("node %s is cordoned", n.Name)
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeUnreachable {
-			return fmt.Sprintf("node %s is unreachable", n.Name)
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-			return fmt.Sprintf("node %s is not Ready (%s)", n.Name, c.Status)
-		}
-	}
-	return ""
+	return grantorder.NodeUnfit(n)
 }
 
 // Start runs the informer until the manager stops, on a standby replica too.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
 // podCache follows the labeled pods and keeps each as a cachedPod, not a *corev1.Pod:
@@ -96,7 +97,7 @@ func stuck(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
 	var out []corev1.ContainerStatus
 	for _, c := range statuses {
 		w := c.State.Waiting
-		waiting := w != nil && cannotStartReasons[w.Reason]
+		waiting := w != nil && grantorder.CannotStartReasons[w.Reason]
 		if !waiting && (c.RestartCount == 0 || c.LastTerminationState.Terminated == nil) {
 			continue
 		}

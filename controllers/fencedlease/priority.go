@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
 // The work queue has two priorities (P1 in doc.go). Judging a grant and moving the Lease
@@ -76,5 +77,5 @@ func startsOnLease(w world, h *fencingv1.Holder) bool {
 		return false
 	}
 	p := findPod(w.pods, h.PodUID)
-	return p != nil && warm(p)
+	return p != nil && grantorder.Warm(p)
 }

@@ -9,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // syncLease makes the Lease show the status: the holder (G2) or no holder, and
@@ -53,48 +53,29 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 // always the high-water token.
 func leaseShowing(fl *fencingv1.FencedLease, st *fencingv1.FencedLeaseStatus, lease *coordinationv1.Lease, last renewal) *coordinationv1.Lease {
 	want := lease.DeepCopy()
-	if want.Labels == nil {
-		want.Labels = map[string]string{}
-	}
-	if want.Annotations == nil {
-		want.Annotations = map[string]string{}
-	}
-	want.Labels[fencingv1.LeaseLabel] = fl.Name
-	tokenChanges := parseToken(lease.Annotations) != st.FencingToken
-	want.Annotations[fencingv1.TokenAnnotation] = formatToken(st.FencingToken)
-
+	tokenChanges := leaserecord.Own(want, fl.Name, st.FencingToken)
 	switch h := st.Holder; {
 	case h != nil && waitingOutCutOff(leaserecord.Read(lease), fl, h):
 		// Cut off (hand-off grace period over, or revoke requested): the Lease stays
 		// without a holder, so the holder's renewals are refused until it is revoked.
 	case h != nil:
-		want.Spec.HolderIdentity = ptr.To(h.PodName)
-		want.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
-		delete(want.Annotations, fencingv1.CutOffReasonAnnotation)
-		want.Spec.LeaseDurationSeconds = ptr.To(int32(grantDuration(h, fl).Seconds()))
-		if !shows(lease, h) {
-			// G2, or a repair after someone else rewrote this grant's Lease. The
-			// renewTime goes back to the last one seen for this grant, so a repair never
-			// counts as the holder's renewal.
-			want.Spec.AcquireTime = h.AcquireTime.DeepCopy()
-			want.Spec.RenewTime = h.AcquireTime.DeepCopy()
-			if last.uid == h.PodUID && last.token == h.Token && last.renewTime != nil {
-				want.Spec.RenewTime = last.renewTime.DeepCopy()
-			}
-		}
-		if tokenChanges {
-			want.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
-		}
-		// The hand-off request, read by the holder from its next renewal.
+		g := leaserecord.Grant{Holder: h.PodName, HolderUID: h.PodUID, Token: h.Token, AcquireTime: h.AcquireTime,
+			DurationSeconds: int32(grantDuration(h, fl).Seconds())}
 		if h.Handoff != nil {
-			want.Annotations[fencingv1.SuccessorAnnotation] = h.Handoff.SuccessorName
-		} else {
-			delete(want.Annotations, fencingv1.SuccessorAnnotation)
+			g.Successor = h.Handoff.SuccessorName // read by the holder from its next renewal
+		}
+		var renewedAt *metav1.MicroTime
+		if last.uid == h.PodUID && last.token == h.Token {
+			// A repair after someone else rewrote this grant's Lease: never counted as the
+			// holder's renewal.
+			renewedAt = last.renewTime
+		}
+		leaserecord.WriteGrant(want, g, renewedAt)
+		if tokenChanges {
+			leaserecord.CountTransition(want)
 		}
 	default:
-		want.Spec.HolderIdentity = nil
-		delete(want.Annotations, fencingv1.HolderUIDAnnotation)
-		delete(want.Annotations, fencingv1.SuccessorAnnotation)
+		leaserecord.Vacate(want)
 	}
 	return want
 }
@@ -145,13 +126,13 @@ func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, po
 // other pod still marked Holding (or Draining) is marked Released; either loses the
 // holder label in the same write.
 func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
-	next := podState(p)
+	next := grantorder.PodState(p)
 	if rv := fl.Status.LastRevocation; rv != nil && rv.PodUID == p.UID {
 		next = fencingv1.PodRevoked
 	} else if next == fencingv1.PodHolding || next == fencingv1.PodDraining {
 		next = fencingv1.PodReleased
 	}
-	if _, labeled := p.Labels[fencingv1.HolderLabel]; next != podState(p) || labeled {
+	if _, labeled := p.Labels[fencingv1.HolderLabel]; next != grantorder.PodState(p) || labeled {
 		return r.patchPod(ctx, p, func(p *corev1.Pod) {
 			setAnnotation(p, fencingv1.StateAnnotation, string(next))
 			delete(p.Labels, fencingv1.HolderLabel)
@@ -162,7 +143,7 @@ func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *c
 
 // deleteRevoked deletes a pod marked Revoked that must go (mustDelete), by UID.
 func (r *Reconciler) deleteRevoked(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
-	if podState(p) != fencingv1.PodRevoked || p.DeletionTimestamp != nil || !mustDelete(fl, p) {
+	if grantorder.PodState(p) != fencingv1.PodRevoked || p.DeletionTimestamp != nil || !mustDelete(fl, p) {
 		return nil
 	}
 	err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID})

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // observeRenewals wraps the Lease event handler (R2 in doc.go): a renewal of a settled

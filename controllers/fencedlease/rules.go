@@ -4,7 +4,8 @@ import (
 	"time"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // rule judges the grant the status names from the classified world: it returns its
@@ -123,7 +124,7 @@ func releasedRule(in *input) (transition, bool) {
 	switch pod := in.holder; {
 	case pod == nil:
 		reason = fencingv1.ReleasePodDeleted
-	case finished(pod):
+	case grantorder.Finished(pod):
 		reason = fencingv1.ReleasePodFinished
 	case in.state == leaserecord.StateReleased:
 		reason = fencingv1.ReleaseLeaseReleased
@@ -246,7 +247,7 @@ func handoffWithdrawnRule(in *input) (transition, bool) {
 // the workload controller ends the holder itself; the next grant goes to that successor
 // all the same (H4).
 func askHandoffRule(in *input) (transition, bool) {
-	if in.h.Handoff != nil || in.successor == nil || warm(in.successor) {
+	if in.h.Handoff != nil || in.successor == nil || grantorder.Warm(in.successor) {
 		return transition{}, false
 	}
 	grace := time.Duration(specHandoffSeconds(in.fl)) * time.Second

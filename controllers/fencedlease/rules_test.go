@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // ruleCase is one row of a rule's table: an input built by mod from a holder a of token

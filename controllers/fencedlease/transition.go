@@ -70,6 +70,8 @@ type decision struct {
 	// statusWait > 0: the status write waits this long for the first renewal of a grant
 	// the Lease holds already (deferStatus); the Lease and the pods follow status now.
 	statusWait time.Duration
+	// leaseShowsHolder: the Lease read names the grant the status names (pod, UID, token).
+	leaseShowsHolder bool
 	// grantOnLease: the grant goes to an idle FencedLease and the Lease is its first
 	// record (G1, G2): created, or swapped on the version read, before the status.
 	grantOnLease bool

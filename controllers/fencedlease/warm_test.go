@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
 func warmPod(name string, created time.Time) corev1.Pod {
@@ -28,7 +29,7 @@ func TestCandidatesInBothStandbyModes(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
 	pods := []corev1.Pod{pod("cold", t0.Add(2*time.Second)), warmPod("warm", t0.Add(time.Second)), coldUngated, warmGated, badWarm}
 	var got []string
-	for _, p := range candidates(pods, &fencingv1.FencedLeaseStatus{}, "") {
+	for _, p := range grantorder.Candidates(pods, &fencingv1.FencedLeaseStatus{}, "") {
 		got = append(got, p.Name)
 	}
 	if want := []string{"warm", "cold"}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
@@ -42,17 +43,17 @@ func TestSuccessorIndex(t *testing.T) {
 	old, newer := warmPod("old", t0), warmPod("newer", t0.Add(time.Second))
 	waiting := []*corev1.Pod{&old, &newer}
 	ended := &fencingv1.Holder{PodName: "h", PodUID: "uid-h", Token: 1}
-	if i := successorIndex(waiting, ended, nil); i != 0 {
+	if i := grantorder.SuccessorIndex(waiting, ended, nil); i != 0 {
 		t.Fatalf("without a newer revision: %d, want the oldest", i)
 	}
-	if i := successorIndex(waiting, ended, &newer); i != 1 {
+	if i := grantorder.SuccessorIndex(waiting, ended, &newer); i != 1 {
 		t.Fatalf("with a newer revision waiting: %d, want it", i)
 	}
-	if i := successorIndex(waiting, nil, &newer); i != 0 {
+	if i := grantorder.SuccessorIndex(waiting, nil, &newer); i != 0 {
 		t.Fatalf("no grant ended: %d, want the oldest", i)
 	}
 	ended.Handoff = &fencingv1.Handoff{SuccessorName: "old", SuccessorUID: old.UID}
-	if i := successorIndex(waiting, ended, &newer); i != 0 {
+	if i := grantorder.SuccessorIndex(waiting, ended, &newer); i != 0 {
 		t.Fatalf("a hand-off named its successor: %d, want it", i)
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
 	"github.com/fencedlease/fencedlease/pkg/holder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // Probe answers the agent's startupProbe: nil once the Lease shows cfg's grant renewed.

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/controllers/fencedlease"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // Status is what `status` shows; -o json|yaml prints it as is.
@@ -137,7 +137,7 @@ func (o *Options) status(cmd *cobra.Command, c client.Client, ns, name string) (
 	if err := c.List(ctx, &nodes); err != nil {
 		nodes.Items = nil
 	}
-	for _, p := range fencedlease.GrantOrder(pods.Items, nodes.Items, &fl.Status) {
+	for _, p := range grantorder.Queue(pods.Items, nodes.Items, &fl.Status) {
 		st.Waiting = append(st.Waiting, WaitingPod{Pod: p.Name, Created: p.CreationTimestamp.Time,
 			Age: metav1.Duration{Duration: now.Sub(p.CreationTimestamp.Time)}, Phase: p.Status.Phase})
 	}

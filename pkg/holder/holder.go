@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // Why a holder's context ends (see Err).
@@ -253,7 +253,7 @@ func (h *Holder) Release(ctx context.Context) error {
 		if !h.named(lease) {
 			return nil
 		}
-		lease.Spec.HolderIdentity = nil
+		leaserecord.Release(lease)
 		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 		// A renewal cancelled by end may still have landed after the read: read again.
 		if !apierrors.IsConflict(err) || attempt == releaseAttempts-1 {
@@ -371,7 +371,7 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 		}
 		sent := h.cfg.Clock.Now()
 		next := h.lease.DeepCopy()
-		next.Spec.RenewTime = &metav1.MicroTime{Time: renewTime(sent, h.lease.Spec.RenewTime)}
+		leaserecord.Renew(next, sent)
 		updated, err := leases.Update(ctx, next, metav1.UpdateOptions{})
 		if err == nil {
 			h.lease = updated
@@ -387,19 +387,7 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 	}
 }
 
-// renewTime is the renewTime a renewal sent at now writes over current: now, at the
-// field's precision (microseconds), or a microsecond later should that equal current (a
-// clock that stood still, or was set back to that very moment). The operator counts a
-// renewal when renewTime *changes*; an update that changed nothing would be confirmed by
-// the API server and seen by no one.
-func renewTime(now time.Time, current *metav1.MicroTime) time.Time {
-	t := now.Round(0).Truncate(time.Microsecond)
-	if current != nil && current.Time.Truncate(time.Microsecond).Equal(t) {
-		t = t.Add(time.Microsecond)
-	}
-	return t
-}
-
+// named: Lease l names this holder and its token (R1).
 func (h *Holder) named(l *coordinationv1.Lease) bool {
 	return leaserecord.Read(l).Names(h.cfg.Identity, h.cfg.Token)
 }

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/fencedlease/fencedlease/internal/leaserecord"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // Every renewal changes renewTime, which is what the operator counts as a renewal: even
@@ -37,8 +37,9 @@ func TestARenewalAlwaysChangesRenewTime(t *testing.T) {
 
 	// Otherwise renewTime is the clock at the field's precision, even a clock set back.
 	for _, now := range []time.Time{t0.Add(time.Second), t0.Add(-time.Hour)} {
-		if got, want := renewTime(now, first.Spec.RenewTime), now.Truncate(time.Microsecond); !got.Equal(want) {
-			t.Errorf("renewTime(%v) = %v, want %v", now, got, want)
+		l := first.DeepCopy()
+		if leaserecord.Renew(l, now); !l.Spec.RenewTime.Time.Equal(now.Truncate(time.Microsecond)) {
+			t.Errorf("Renew at %v wrote %v, want %v", now, l.Spec.RenewTime.Time, now.Truncate(time.Microsecond))
 		}
 	}
 }

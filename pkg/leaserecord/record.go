@@ -1,7 +1,8 @@
-// Package leaserecord is the one reader of the Lease the operator writes for a
-// FencedLease: the controller, pkg/holder, the agent's startupProbe and the kubectl
-// plugin all read the grant off a Lease through it, so a state such as "the holder has
-// started renewing" is derived in one place.
+// Package leaserecord is the encoding of the Lease that carries a FencedLease's grant,
+// read and written in one place: the controller, pkg/holder, the agent's startupProbe and
+// the kubectl plugin read the grant off a Lease through Read, so a state such as "the
+// holder has started renewing" is derived once; the operator writes the Lease through Own,
+// WriteGrant, Vacate and CutOff, a holder through Renew and Release.
 //
 // The encoding (README.md, "The API at a glance"): the Lease has the FencedLease's name and
 // namespace and the label fencing.fencedlease.io/lease naming it; the annotation
