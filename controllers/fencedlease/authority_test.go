@@ -27,7 +27,7 @@ func heldReason(st fencingv1.FencedLeaseStatus) string {
 // label: it may still run, so it is revoked, never released as if deleted.
 func TestUnlabeledHolderIsRevokedNotReleased(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 	step(tr, c, fl, nil, pods)
@@ -71,7 +71,7 @@ func TestForeignLeaseIsNeverAdopted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fl := newFL(10)
 			fl.Status.FencingToken = 3
-			d := step(newRenewalTracker(c), c, fl, foreign, []corev1.Pod{pod("a", t0)})
+			d := step(newGrantMemory(c), c, fl, foreign, []corev1.Pod{pod("a", t0)})
 			if d.granted() != nil || d.status.FencingToken != 3 {
 				t.Fatalf("adopted a foreign Lease: granted=%+v token=%d", d.granted(), d.status.FencingToken)
 			}
@@ -83,10 +83,10 @@ func TestForeignLeaseIsNeverAdopted(t *testing.T) {
 	// Deletion is never blocked by it: the holder is revoked.
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0)}
-	step(newRenewalTracker(c), c, fl, nil, pods)
+	step(newGrantMemory(c), c, fl, nil, pods)
 	fl.DeletionTimestamp = &metav1.Time{Time: t0}
 	foreign := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	if d := step(newRenewalTracker(c), c, fl, foreign, pods); d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonFencedLeaseDeleted {
+	if d := step(newGrantMemory(c), c, fl, foreign, pods); d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonFencedLeaseDeleted {
 		t.Fatalf("deleting with a foreign Lease: want the holder revoked, got %+v", d.revoked())
 	}
 }
@@ -94,7 +94,7 @@ func TestForeignLeaseIsNeverAdopted(t *testing.T) {
 // No token ever wraps: at the int64 limit nothing is granted and Held says why.
 func TestTokensNeverWrap(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	fl.Spec.MinFencingToken = math.MaxInt64 - 1
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
@@ -117,16 +117,16 @@ func TestMinFencingTokenRaisesTheFloor(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
 	fl.Spec.MinFencingToken = 100
-	d := step(newRenewalTracker(c), c, fl, tombstone(7), nil)
+	d := step(newGrantMemory(c), c, fl, tombstone(7), nil)
 	if d.status.FencingToken != 100 {
 		t.Fatalf("fencingToken %d, want the floor 100 at once (so the Lease tombstone keeps it)", d.status.FencingToken)
 	}
-	if d := step(newRenewalTracker(c), c, fl, tombstone(7), []corev1.Pod{pod("a", t0)}); d.granted() == nil || d.granted().Token != 101 {
+	if d := step(newGrantMemory(c), c, fl, tombstone(7), []corev1.Pod{pod("a", t0)}); d.granted() == nil || d.granted().Token != 101 {
 		t.Fatalf("want token 101 above the floor, got %+v", d.granted())
 	}
 	low := newFL(10)
 	low.Spec.MinFencingToken = 3
-	if d := step(newRenewalTracker(c), c, low, tombstone(41), []corev1.Pod{pod("a", t0)}); d.granted() == nil || d.granted().Token != 42 {
+	if d := step(newGrantMemory(c), c, low, tombstone(41), []corev1.Pod{pod("a", t0)}); d.granted() == nil || d.granted().Token != 42 {
 		t.Fatalf("a floor below the tombstone changes nothing: got %+v", d.granted())
 	}
 }
@@ -138,7 +138,7 @@ func TestMinFencingTokenRaisesTheFloor(t *testing.T) {
 func TestMinFencingTokenRaisedMidGrantAppliesFromTheNextGrant(t *testing.T) {
 	for _, floor := range []int64{100, math.MaxInt64} {
 		c := clocktesting.NewFakeClock(t0)
-		tr := newRenewalTracker(c)
+		tr := newGrantMemory(c)
 		fl := newFL(10)
 		pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 		h := step(tr, c, fl, nil, pods).granted()
@@ -170,7 +170,7 @@ func TestMinFencingTokenRaisedMidGrantAppliesFromTheNextGrant(t *testing.T) {
 // is frozen per grant; the new one applies from the next grant.
 func TestDurationIsFrozenPerGrant(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(9)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 	d := step(tr, c, fl, nil, pods)
@@ -195,7 +195,7 @@ func TestDurationIsFrozenPerGrant(t *testing.T) {
 // between) is finished as a revocation, never mistaken for the holder's release.
 func TestHalfDoneRevocationIsFinished(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 	step(tr, c, fl, nil, pods)
@@ -226,7 +226,7 @@ func TestHalfDoneRevocationIsFinished(t *testing.T) {
 // observed renewal on, the lease duration applies. Each is frozen at grant.
 func TestStartupDeadlineUntilTheFirstRenewal(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(2)
 	fl.Spec.StartupDeadlineSeconds = 60
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
@@ -273,11 +273,11 @@ func TestNeverRenewedIsRevokedAtTheStartupDeadline(t *testing.T) {
 	fl := newFL(2)
 	fl.Spec.StartupDeadlineSeconds = 60
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
-	step(newRenewalTracker(c), c, fl, nil, pods)
+	step(newGrantMemory(c), c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 
 	c.Step(50 * time.Second)
-	restarted := newRenewalTracker(c)
+	restarted := newGrantMemory(c)
 	if d := step(restarted, c, fl, leaseFor(h, t0), pods); d.revoked() != nil || d.requeueAfter != 60*time.Second {
 		t.Fatalf("after a restart: %+v, want a full startup deadline", d)
 	}

@@ -34,11 +34,11 @@ func (d *decision) deferStatus(w world, in *input, adopted bool) {
 	}
 	var since time.Time
 	switch {
-	case adopted && !in.renewal.revoking.handedOverAt.IsZero():
-		since = in.renewal.revoking.handedOverAt
+	case adopted && !in.held.revoking.handedOverAt.IsZero():
+		since = in.held.revoking.handedOverAt
 	case adopted:
 		since = w.grantedOnLeaseAt
-	case d.handsOver(w), d.grantOnLease:
+	case d.handsOver(), d.grantOnLease:
 		since = w.now
 	}
 	if since.IsZero() {
@@ -52,6 +52,6 @@ func (d *decision) deferStatus(w world, in *input, adopted bool) {
 
 // handsOver: this decision's compare-and-swap on the Lease ends the status's grant and
 // names the next one (X3 with G2), because the Lease shows the grant that ends.
-func (d *decision) handsOver(w world) bool {
+func (d decision) handsOver() bool {
 	return d.leaseFirst() && d.grant != nil && d.leaseShowsHolder
 }

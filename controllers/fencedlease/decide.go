@@ -4,86 +4,16 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
-
-// world is what a reconcile observed.
-type world struct {
-	fl    *fencingv1.FencedLease
-	lease *coordinationv1.Lease // nil when there is none yet
-	pods  []corev1.Pod          // every pod labeled for this FencedLease
-	// holder is the pod status.holder names, confirmed by UID: from pods, or read
-	// uncached by name when it is not among them. nil when it is gone.
-	holder *corev1.Pod
-	// unlabeled are pods outside pods that the projection must still reach: a holder
-	// that lost its label, or the pod of a LabelRemoved revocation not yet finished.
-	unlabeled []corev1.Pod
-	// renewal is the tracker's view of the current holder's renewals; zero without holder.
-	renewal renewal
-	// leaseUnread: the cache shows no Lease and the API server was not asked (lease nil).
-	leaseUnread bool
-	// grantedOnLeaseAt is when this process wrote the grant the Lease names and the status
-	// does not record yet (G2 on an idle FencedLease); zero when it did not.
-	grantedOnLeaseAt time.Time
-	// successor is a waiting pod of a newer revision of the holder's own Deployment or
-	// StatefulSet; looked up only while the holder has not been asked to hand off.
-	successor *corev1.Pod
-	// handoffSince is when this process first saw the holder asked to hand off.
-	handoffSince time.Time
-	// delaySince is when this process began the lock-delay of status.lastRevocation
-	// (zero when it has none).
-	delaySince time.Time
-	// unfitNodes says, of the nodes Warm candidates run on, why one cannot take a grant
-	// now (cordoned, unreachable, not Ready); a node that can is absent.
-	unfitNodes map[string]string
-	// now is the controller's clock, read before the Lease; it carries a monotonic
-	// reading in production.
-	now time.Time
-}
-
-// input is the world classified once for the rules: the Lease read through the one
-// reader, relative to the grant the status names, and the grant's clocks.
-type input struct {
-	world
-	// h is the grant the status names; nil when none.
-	h      *fencingv1.Holder
-	record leaserecord.Record
-	state  leaserecord.State
-	// started: h renewed at least once (recorded in the status, or read off the Lease).
-	started bool
-	// revokeRequested: the FencedLease asks to revoke exactly h (Q1).
-	revokeRequested bool
-	// limit is h's running limit, left what remains of it since the last observed
-	// renewal, graceLeft what remains of a hand-off grace period (0 without a request).
-	limit, left, graceLeft time.Duration
-	// cannotStart says why h's pod, never renewed, cannot start ("" when nothing says so);
-	// unschedulableLeft is how long an unschedulable one has before that counts (0 when
-	// it is not unschedulable, or already counts).
-	cannotStart       string
-	unschedulableLeft time.Duration
-	// cannotRun says why h's pod, renewed, has a container that cannot run ("" when
-	// nothing says so).
-	cannotRun string
-	// lastCrash says how a container of h's pod last ended, when one restarted ("" when
-	// none did): what a cut-off holder between two back-offs still shows.
-	lastCrash string
-	// handedOver: the Lease names the next grant already — the hand-over's
-	// compare-and-swap (X3 with G2), or a grant's first write on an idle FencedLease
-	// (G2), landed, and the status write after it did not (yet).
-	handedOver bool
-}
 
 // classify reads the Lease and the clocks for grant h (nil: none).
 func classify(w world, h *fencingv1.Holder) input {
@@ -101,7 +31,7 @@ func classify(w world, h *fencingv1.Holder) input {
 	if in.started {
 		in.limit = grantDuration(h, w.fl)
 	}
-	in.left = w.renewal.observedAt.Add(in.limit).Sub(w.now)
+	in.left = w.held.observedAt.Add(in.limit).Sub(w.now)
 	in.graceLeft = handoffGraceLeft(w, h)
 	if in.started && w.holder != nil {
 		in.cannotRun, in.lastCrash = grantorder.RunFailure(w.holder), lastCrash(w.holder)
@@ -110,7 +40,7 @@ func classify(w world, h *fencingv1.Holder) input {
 		in.cannotStart = grantorder.StartFailure(w.holder)
 		if msg := unschedulable(w.holder); in.cannotStart == "" && msg != "" {
 			// Counted from this process's first look at the grant, on its own clock.
-			if in.unschedulableLeft = w.renewal.observedAt.Add(unschedulableBound).Sub(w.now); in.unschedulableLeft <= 0 {
+			if in.unschedulableLeft = w.held.observedAt.Add(unschedulableBound).Sub(w.now); in.unschedulableLeft <= 0 {
 				in.cannotStart, in.unschedulableLeft = fmt.Sprintf("%s (for %v)", msg, unschedulableBound), 0
 			}
 		}
@@ -118,14 +48,18 @@ func classify(w world, h *fencingv1.Holder) input {
 	return in
 }
 
-// conflictRecheck is how often a FencedLease blocked by a foreign Lease looks again.
-const conflictRecheck = 5 * time.Second
-
-// decide computes the next status from what was observed: the holder rules judge the
-// grant the status names, then the grant rule may name the next holder (G1). It is pure:
-// all writes happen after it, starting with the Lease when a transition must clear it
-// first or the Lease is the grant's first record (X3, G2), then the status it returns.
+// decide is the pass's decision on what was observed, with the plan that carries it out:
+// the writes in order, when to look again, what to remember. It is pure: the writes all
+// happen after it (Reconciler.run), and nothing after it decides again.
 func decide(w world) decision {
+	d := judge(w)
+	d.plan = planFor(w, d)
+	return d
+}
+
+// judge computes the next status from what was observed: the holder rules judge the
+// grant the status names, then the grant rule may name the next holder (G1).
+func judge(w world) decision {
 	fl := w.fl
 	d := decision{status: *fl.Status.DeepCopy(), now: w.now}
 	st := &d.status
@@ -225,8 +159,8 @@ func (d *decision) apply(in *input) {
 	}
 	if h := st.Holder; h != nil && h.FirstRenewTime == nil && in.state == leaserecord.StateRenewed {
 		// The first renewal, recorded once: from here the grant runs on its lease duration.
-		h.FirstRenewTime = microTime(in.renewal.observedAt)
-		h.LastRenewTime = microTime(in.renewal.observedAt)
+		h.FirstRenewTime = microTime(in.held.observedAt)
+		h.LastRenewTime = microTime(in.held.observedAt)
 	}
 }
 
@@ -286,165 +220,16 @@ func adoptRule(w world, rec leaserecord.Record) transition {
 
 // recordLastRenewal moves status.holder.lastRenewTime to the last renewal this process saw
 // happen, but only when the status is written anyway: a renewal alone never costs a status
-// write (expiry is judged on the tracker, never on this field). A new leader's first look
+// write (expiry is judged on the grant memory, never on this field). A new leader's first look
 // is not a renewal it saw happen, so it moves nothing.
 func (d *decision) recordLastRenewal(w world) {
 	h, was := d.status.Holder, w.fl.Status.Holder
 	if h == nil || was == nil || h.PodUID != was.PodUID || h.Token != was.Token ||
-		w.renewal.renewTime == nil || !w.renewal.seenRenewing {
+		w.held.renewTime == nil || !w.held.seenRenewing {
 		return
 	}
 	if equality.Semantic.DeepEqual(d.status, w.fl.Status) {
 		return
 	}
-	h.LastRenewTime = microTime(w.renewal.observedAt)
-}
-
-// waitingOutCutOff is true while holder h stands cut off on purpose (C1: after a
-// hand-off grace period, on a revoke request, or because its pod cannot run) and is
-// revoked only when the lease it last renewed has run out.
-func waitingOutCutOff(rec leaserecord.Record, fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
-	return rec.CutOff(h.Token) && (h.Handoff != nil || revokeRequested(fl, h) || cutOffFor(rec, fencingv1.ReasonPodCannotRun))
-}
-
-// cutOffFor: the Lease records that the operator cut its holder off for reason.
-func cutOffFor(rec leaserecord.Record, reason fencingv1.RevocationReason) bool {
-	return rec.CutOffReason == string(reason)
-}
-
-// revokeRequested: the FencedLease asks to revoke exactly grant h (RevokeAnnotation; Q1).
-func revokeRequested(fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
-	v, ok := fl.Annotations[fencingv1.RevokeAnnotation]
-	return ok && v == strconv.FormatInt(h.Token, 10)
-}
-
-// handoffGraceLeft is how long a holder asked to hand off still has to release, on this
-// process's clock from when it first saw the request.
-func handoffGraceLeft(w world, h *fencingv1.Holder) time.Duration {
-	if h.Handoff == nil {
-		return 0
-	}
-	since := w.handoffSince
-	if since.IsZero() {
-		since = w.now // asked in this decision
-	}
-	return since.Add(time.Duration(h.Handoff.GracePeriodSeconds) * time.Second).Sub(w.now)
-}
-
-// lateness is how long after its expiry a grant is revoked, for the metric: on this
-// process's clock. A process that never saw the holder renew (it took over as leader, or
-// restarted, after the last renewal) counts instead from the renewTime the holder last
-// wrote on the Lease, when that is earlier: the holder's clock against this one, for the
-// metric only — it decides nothing — so the metric shows the delay a failover adds (each
-// new leader gives the holder a whole lease from its first look).
-func lateness(w world, limit, local time.Duration) time.Duration {
-	if w.renewal.seenRenewing || w.renewal.renewTime == nil {
-		return local
-	}
-	return max(local, w.now.Sub(w.renewal.renewTime.Add(limit)))
-}
-
-// specDurationSeconds is the duration a grant made now gets.
-func specDurationSeconds(fl *fencingv1.FencedLease) int32 {
-	if s := fl.Spec.LeaseDurationSeconds; s > 0 {
-		return s
-	}
-	return 15
-}
-
-// specStartupSeconds is the startup deadline a grant made now gets.
-func specStartupSeconds(fl *fencingv1.FencedLease) int32 {
-	if s := fl.Spec.StartupDeadlineSeconds; s > 0 {
-		return s
-	}
-	return 300
-}
-
-// startupSecondsFor is the startup deadline a grant to pod p freezes: the spec's, or —
-// p a Warm standby already running, whose process waits on the Lease and confirms the
-// grant at once — a confirmation bound on the scale of the lease when that is shorter:
-// two lease durations, at least warmConfirmFloor. A standby that cannot confirm (its node
-// cut off before the node controller says so) then costs that, not a cold start's
-// deadline.
-func startupSecondsFor(fl *fencingv1.FencedLease, p *corev1.Pod) int32 {
-	s := specStartupSeconds(fl)
-	if p != nil && grantorder.Warm(p) && p.Status.Phase == corev1.PodRunning {
-		s = min(s, max(2*specDurationSeconds(fl), warmConfirmFloor))
-	}
-	return s
-}
-
-// warmConfirmFloor is the shortest confirmation bound of a running Warm standby, in
-// seconds: room for a renewal's round trip on a loaded API server with a short lease.
-const warmConfirmFloor = 10
-
-// specHandoffSeconds is the hand-off grace period a request made now gets.
-func specHandoffSeconds(fl *fencingv1.FencedLease) int32 {
-	if s := fl.Spec.HandoffGracePeriodSeconds; s > 0 {
-		return s
-	}
-	return 30
-}
-
-// startupDeadline is the startup deadline frozen into grant h.
-func startupDeadline(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
-	s := h.StartupDeadlineSeconds
-	if s <= 0 {
-		s = specStartupSeconds(fl)
-	}
-	return time.Duration(s) * time.Second
-}
-
-// grantDuration is the duration frozen into grant h; a grant recorded before durations
-// were frozen falls back to the spec.
-func grantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
-	s := h.LeaseDurationSeconds
-	if s <= 0 {
-		s = specDurationSeconds(fl)
-	}
-	return time.Duration(s) * time.Second
-}
-
-// microTime drops the monotonic reading and what the API would not store, so a status
-// decided twice from the same observation compares equal.
-func microTime(t time.Time) *metav1.MicroTime {
-	m := metav1.NewMicroTime(t.Round(0).Truncate(time.Microsecond))
-	return &m
-}
-
-// revocationDelay is the lock-delay a revocation for reason made now gets: the spec's,
-// for an involuntary one — the holder may still be acting — and none for a pod that never
-// started, or a FencedLease going away.
-func revocationDelay(fl *fencingv1.FencedLease, reason fencingv1.RevocationReason) int32 {
-	switch reason {
-	case fencingv1.ReasonPodCannotStart, fencingv1.ReasonFencedLeaseDeleted:
-		return 0
-	}
-	return fl.Spec.RevocationDelaySeconds
-}
-
-// revocationDelayLeft is what remains of the lock-delay of the last revocation in st (X8):
-// from when this process revoked, or — a process that took over since — from its first
-// look, on its own clock; decidedNow is a revocation this very decision made.
-func revocationDelayLeft(w world, st *fencingv1.FencedLeaseStatus, decidedNow *fencingv1.Revocation) time.Duration {
-	rv := st.LastRevocation
-	if rv == nil || rv.DelaySeconds <= 0 {
-		return 0
-	}
-	since := w.delaySince
-	if decidedNow != nil || since.IsZero() {
-		since = w.now
-	}
-	return since.Add(time.Duration(rv.DelaySeconds) * time.Second).Sub(w.now)
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	h.LastRenewTime = microTime(w.held.observedAt)
 }

@@ -63,13 +63,13 @@ func tombstone(token int64) *coordinationv1.Lease {
 
 // step runs one reconcile's observation and decision at the fake clock's time, on a
 // fake API server that holds lease and pods (see observeStep).
-func step(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) decision {
+func step(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) decision {
 	return observeStep(tr, c, fl, lease, pods, nil)
 }
 
 // stepWithHolder is step with the holder pod as an uncached read finds it: holder is
 // in the API server but not among the labeled pods (it lost its label), or nil (gone).
-func stepWithHolder(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, holder *corev1.Pod) decision {
+func stepWithHolder(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, holder *corev1.Pod) decision {
 	var extra []client.Object
 	if holder != nil && findPod(pods, holder.UID) == nil {
 		extra = append(extra, holder.DeepCopy())
@@ -79,7 +79,7 @@ func stepWithHolder(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1
 
 func TestFirstCandidateGetsTokenOneFIFO(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("b", t0.Add(time.Second)), pod("c", t0), pod("a", t0.Add(time.Second))}
 	d := step(tr, c, fl, nil, pods)
@@ -104,7 +104,7 @@ func TestFirstCandidateGetsTokenOneFIFO(t *testing.T) {
 
 func TestExpiryCountsFromObservedRenewalNotFromTheHolderTimestamp(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 	step(tr, c, fl, nil, pods)
@@ -139,12 +139,12 @@ func TestRestartGivesAFullDurationFromFirstLook(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
-	step(newRenewalTracker(c), c, fl, nil, pods)
+	step(newGrantMemory(c), c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 
 	// A new controller (empty tracker) looks 9s after the grant, long after the last renewal.
 	c.Step(9 * time.Second)
-	fresh := newRenewalTracker(c)
+	fresh := newGrantMemory(c)
 	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked() != nil || d.requeueAfter != 10*time.Second {
 		t.Fatalf("after restart: revoked=%v requeue=%v, want a full duration", d.revoked(), d.requeueAfter)
 	}
@@ -161,7 +161,7 @@ func TestHalfDoneGrantIsFinishedNotRegranted(t *testing.T) {
 	// G1 was written (token 5), the Lease still shows the tombstone of token 4.
 	fl.Status.FencingToken = 5
 	fl.Status.Holder = &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 5, AcquireTime: *microTime(t0)}
-	d := step(newRenewalTracker(c), c, fl, tombstone(4), pods)
+	d := step(newGrantMemory(c), c, fl, tombstone(4), pods)
 	if d.granted() != nil || d.released() != nil || d.revoked() != nil {
 		t.Fatalf("a half-done grant must be kept: %+v", d)
 	}
@@ -174,7 +174,7 @@ func TestReleaseByLeaseNeedsTheHoldersToken(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	step(tr, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 
@@ -196,11 +196,11 @@ func TestTokenAdoptsTheLeaseHighWaterMark(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10) // re-created: empty status
 	tomb := tombstone(41)
-	d := step(newRenewalTracker(c), c, fl, tomb, []corev1.Pod{pod("a", t0)})
+	d := step(newGrantMemory(c), c, fl, tomb, []corev1.Pod{pod("a", t0)})
 	if d.granted() == nil || d.granted().Token != 42 {
 		t.Fatalf("want token 42 above the tombstone's 41, got %+v", d.granted())
 	}
-	d = step(newRenewalTracker(c), c, newFL(10), tomb, nil)
+	d = step(newGrantMemory(c), c, newFL(10), tomb, nil)
 	if d.status.FencingToken != 41 {
 		t.Fatalf("status adopts the tombstone even with nobody to grant: %d", d.status.FencingToken)
 	}
@@ -211,13 +211,13 @@ func TestSuspendAndDeletion(t *testing.T) {
 	pods := []corev1.Pod{pod("a", t0)}
 	fl := newFL(10)
 	fl.Spec.Suspend = true
-	if d := step(newRenewalTracker(c), c, fl, nil, pods); d.granted() != nil || fl.Status.Waiting != 1 {
+	if d := step(newGrantMemory(c), c, fl, nil, pods); d.granted() != nil || fl.Status.Waiting != 1 {
 		t.Fatalf("suspended: granted %+v, waiting %d", d.granted(), fl.Status.Waiting)
 	}
 	fl.Spec.Suspend = false
-	step(newRenewalTracker(c), c, fl, nil, pods)
+	step(newGrantMemory(c), c, fl, nil, pods)
 	fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	d := step(newRenewalTracker(c), c, fl, nil, pods)
+	d := step(newGrantMemory(c), c, fl, nil, pods)
 	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonFencedLeaseDeleted || d.granted() != nil {
 		t.Fatalf("deleting: want revoke and no grant, got %+v", d)
 	}
@@ -271,14 +271,14 @@ func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
-	old := newRenewalTracker(c)
+	old := newGrantMemory(c)
 	step(old, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 	c.Step(6 * time.Second)
 	step(old, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods) // renewal seen at +6s
 
 	c.Step(4 * time.Second) // the leader fails; a new one looks at +10s
-	fresh := newRenewalTracker(c)
+	fresh := newGrantMemory(c)
 	step(fresh, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
 	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(6 * time.Second)) {
 		t.Fatalf("the new leader's first look moved lastRenewTime to %v", got)
@@ -295,7 +295,7 @@ func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
 
 func TestLastRenewTimeChangesOnlyOnRenewal(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0)}
 	step(tr, c, fl, nil, pods)
@@ -317,7 +317,7 @@ func TestLastRenewTimeChangesOnlyOnRenewal(t *testing.T) {
 // every renewal observed.
 func TestARenewalAloneWritesNoStatus(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
 	step(tr, c, fl, nil, pods)
@@ -353,7 +353,7 @@ func TestARenewalAloneWritesNoStatus(t *testing.T) {
 // renewal: the grant's clock keeps running from the grant, and nothing is recorded.
 func TestTheGrantsOwnLeaseWriteIsNotARenewal(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
 	step(tr, c, fl, nil, pods)

@@ -19,11 +19,14 @@
 //
 // # The protocol, step by step
 //
-// Each reconcile observes (the clock first, then the Lease and the labeled pods), decides
-// (decide.go: the holder rules of rules.go, first match wins, then the grant rule; pure,
-// on a fake clock in the tests), then executes the transitions: a compare-and-swap on the
-// Lease where a step says so, one status write, then the Lease and the pods follow the
-// status (project.go). Every step is idempotent for the same (pod UID, token). One line
+// Each reconcile observes (observe.go: the clock first, then the Lease and the labeled
+// pods, and what this process remembers of the grants), decides (decide.go: the holder
+// rules of rules.go, first match wins, then the grant rule; pure, on a fake clock in the
+// tests) and plans (plan.go: the writes in order, each tagged with the step below it
+// carries out: a compare-and-swap on the Lease where a step says so, one status write,
+// then the Lease and the pods follow the status), runs the plan (run.go, project.go),
+// and remembers what landed (remember.go). Every step is idempotent for the same (pod
+// UID, token). One line
 // per step and the invariant it keeps; docs/fencing.md, "The protocol, numbered", says
 // how each is done and finished after a crash. The code, the docs and the tests cite
 // these IDs; protocol_ids_test.go checks that each cited one is defined here and each

@@ -111,7 +111,7 @@ func TestGrantPassesOverAStandbyOnALostNode(t *testing.T) {
 		objs = append(objs, pods[i].DeepCopy())
 	}
 	api := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).Build()
-	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, tracker: newRenewalTracker(c),
+	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, grants: newGrantMemory(c),
 		nodes: unfitNodes{"lost": "node lost is not Ready (Unknown)"}}
 	w, err := r.observe(context.Background(), fl, true)
 	if err != nil {
@@ -153,7 +153,7 @@ func TestAStandbyOnTheNodeOfAHolderThatWentSilentIsPassedOver(t *testing.T) {
 		{"it never confirmed", false, fencingv1.ReasonStartupDeadlineExceeded},
 	} {
 		c := clocktesting.NewFakeClock(t0)
-		tr := newRenewalTracker(c)
+		tr := newGrantMemory(c)
 		fl := newFL(4)
 		fl.Spec.StartupDeadlineSeconds = 8
 		pods := []corev1.Pod{warmOn("holder", t0, "gone", corev1.PodRunning),

@@ -95,7 +95,7 @@ func TestARevokeRequestOfANeverRenewedGrantFinishesAtOnceAfterAFailedStatusWrite
 			t.Fatalf("the failed status write landed anyway: holder %q", name)
 		}
 		if restart {
-			f.r.tracker = newRenewalTracker(f.clock)
+			f.r.grants = newGrantMemory(f.clock)
 		}
 		f.clock.Step(100 * time.Millisecond)
 		f.reconcile(t)
@@ -142,7 +142,7 @@ func TestAnExpiredDrainingHolderCutOffStaysLeaseExpiredAfterARestart(t *testing.
 	if name, _, _ := f.holder(t); name != "a" {
 		t.Fatalf("the failed status write landed anyway: holder %q", name)
 	}
-	f.r.tracker = newRenewalTracker(f.clock) // restarted
+	f.r.grants = newGrantMemory(f.clock) // restarted
 	f.clock.Step(100 * time.Millisecond)
 	f.reconcile(t)
 	if rv := f.lastRevocation(t); rv == nil || rv.Reason != fencingv1.ReasonLeaseExpired || rv.Token != 1 {
@@ -168,7 +168,7 @@ func expiredDrainingHolderAfterAFailedStatusWrite(t *testing.T, restart bool) {
 		t.Fatalf("the failed status write landed anyway: holder %q", name)
 	}
 	if restart {
-		f.r.tracker = newRenewalTracker(f.clock)
+		f.r.grants = newGrantMemory(f.clock)
 	}
 	f.clock.Step(100 * time.Millisecond)
 	f.reconcile(t)
@@ -276,7 +276,7 @@ func TestAHandOverIsRecordedWhenTheWaitForItsFirstRenewalIsOver(t *testing.T) {
 func (f *casFixture) endTheWait(t *testing.T, restart bool, before, pod string, token int64) *fencingv1.FencedLease {
 	t.Helper()
 	if restart {
-		f.r.tracker = newRenewalTracker(f.clock)
+		f.r.grants = newGrantMemory(f.clock)
 	} else {
 		f.clock.Step(coalesceWindow(&fencingv1.Holder{LeaseDurationSeconds: 10}, f.fl(t)) - 100*time.Millisecond)
 		f.reconcile(t)
@@ -373,7 +373,7 @@ func TestAHandOverWhoseStatusWriteFailedIsAdoptedOffTheLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		if restart {
-			f.r.tracker = newRenewalTracker(f.clock)
+			f.r.grants = newGrantMemory(f.clock)
 		}
 		f.clock.Step(100 * time.Millisecond)
 		f.reconcile(t)

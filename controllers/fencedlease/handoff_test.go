@@ -17,7 +17,7 @@ import (
 // stepHandoff is step for a holder that may be asked to hand off: with successor (n of
 // rollout()) the API server also holds the ReplicaSets that make n a newer revision of
 // the holder's Deployment, so the real revision lookup finds it; without, it finds none.
-func stepHandoff(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, successor *corev1.Pod) decision {
+func stepHandoff(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, successor *corev1.Pod) decision {
 	var extra []client.Object
 	if successor != nil {
 		if successor.Name != "n" {
@@ -51,9 +51,9 @@ func rollout() []corev1.Pod {
 
 // grantedRollout is a FencedLease of lease d seconds and hand-off grace period grace whose
 // first decision, at t0, granted a of rollout(); h is that grant.
-func grantedRollout(d, grace int32) (*clocktesting.FakeClock, *renewalTracker, *fencingv1.FencedLease, []corev1.Pod, *fencingv1.Holder) {
+func grantedRollout(d, grace int32) (*clocktesting.FakeClock, *grantMemory, *fencingv1.FencedLease, []corev1.Pod, *fencingv1.Holder) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(d)
 	fl.Spec.HandoffGracePeriodSeconds = grace
 	pods := rollout()
@@ -181,7 +181,7 @@ func TestHandoffGraceRestartsWithTheController(t *testing.T) {
 	stepHandoff(tr, c, fl, leaseFor(h, t0), pods, &pods[2])
 
 	c.Step(4 * time.Second)
-	restarted := newRenewalTracker(c)
+	restarted := newGrantMemory(c)
 	if d := stepHandoff(restarted, c, fl, leaseFor(h, t0.Add(4*time.Second)), pods, nil); d.cutOff() || d.requeueAfter != 5*time.Second {
 		t.Fatalf("a new controller must give the whole grace period again: %+v", d)
 	}

@@ -13,7 +13,7 @@ import (
 
 // expireHolder grants a (10 s lease) with b waiting and lets a's lease run out, on the fake
 // clock; it returns the decision that revoked a.
-func expireHolder(t *testing.T, tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, pods []corev1.Pod) decision {
+func expireHolder(t *testing.T, tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, pods []corev1.Pod) decision {
 	t.Helper()
 	step(tr, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
@@ -31,7 +31,7 @@ func expireHolder(t *testing.T, tr *renewalTracker, c *clocktesting.FakeClock, f
 // frozen into the revocation, on the controller's clock; status and Held say so.
 func TestTheNextGrantWaitsOutTheLockDelay(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	fl.Spec.RevocationDelaySeconds = 5
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
@@ -67,9 +67,9 @@ func TestALockDelayCountsFromTheFirstLookAfterARestart(t *testing.T) {
 	fl := newFL(10)
 	fl.Spec.RevocationDelaySeconds = 5
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
-	expireHolder(t, newRenewalTracker(c), c, fl, pods)
+	expireHolder(t, newGrantMemory(c), c, fl, pods)
 	c.Step(4 * time.Second)
-	restarted := newRenewalTracker(c)
+	restarted := newGrantMemory(c)
 	if d := step(restarted, c, fl, tombstone(1), pods); d.granted() != nil || d.requeueAfter != 5*time.Second {
 		t.Fatalf("a restarted controller granted %+v / requeue %v, want the whole delay", d.granted(), d.requeueAfter)
 	}
@@ -82,7 +82,7 @@ func TestALockDelayCountsFromTheFirstLookAfterARestart(t *testing.T) {
 // No delay after a release, after a pod that could not start, or with the default 0.
 func TestNoLockDelayWhereNoHolderCanStillBeActing(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newRenewalTracker(c)
+	tr := newGrantMemory(c)
 	fl := newFL(10)
 	fl.Spec.RevocationDelaySeconds = 30
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second)), pod("c", t0.Add(2*time.Second))}
@@ -98,7 +98,7 @@ func TestNoLockDelayWhereNoHolderCanStillBeActing(t *testing.T) {
 		t.Fatalf("a pod that never started needs no delay: revoked %+v granted %+v", d.revoked(), d.granted())
 	}
 	fl2 := newFL(10)
-	if d := expireHolder(t, newRenewalTracker(c), c, fl2, []corev1.Pod{pod("a", t0), pod("b", t0)}); d.granted() == nil || fl2.Status.LastRevocation.DelaySeconds != 0 {
+	if d := expireHolder(t, newGrantMemory(c), c, fl2, []corev1.Pod{pod("a", t0), pod("b", t0)}); d.granted() == nil || fl2.Status.LastRevocation.DelaySeconds != 0 {
 		t.Fatalf("without a delay the next is granted in the revoking decision: %+v", d.granted())
 	}
 }

@@ -13,8 +13,8 @@ import "k8s.io/utils/clock"
 // candidacy's controller uses it at a time: the campaign starts the next once the last
 // one's runnables have returned.
 type Memory struct {
-	tracker *renewalTracker
+	grants *grantMemory
 }
 
 // NewMemory is an empty Memory on c, the clock the controller is given (Options.Clock).
-func NewMemory(c clock.PassiveClock) *Memory { return &Memory{tracker: newRenewalTracker(c)} }
+func NewMemory(c clock.PassiveClock) *Memory { return &Memory{grants: newGrantMemory(c)} }

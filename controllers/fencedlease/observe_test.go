@@ -14,10 +14,19 @@ import (
 
 // observeStep is one reconcile's observation and decision at the fake clock's time, run
 // by the production code: Reconciler.observe reads lease, the labeled pods and extra
-// (pods only an uncached read finds, ReplicaSets) from a fake API server, with tracker
-// tr; decide decides; then the tracker learns what a successful status write tells it
-// (statusWritten). fl takes the decided status, as the next read would show it.
-func observeStep(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, extra []client.Object) decision {
+// (pods only an uncached read finds, ReplicaSets) from a fake API server, with grant
+// memory tr; decide decides; then the memory is written as after a pass whose status
+// write landed (remember). fl takes the decided status, as the next read would show it.
+func observeStep(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, extra []client.Object) decision {
+	w := observeWorld(tr, c, fl, lease, pods, extra)
+	d := decide(w)
+	fl.Status = d.status
+	tr.write(client.ObjectKeyFromObject(fl), remember(w, d, landed{status: true}, c.Now())) // as after the status write
+	return d
+}
+
+// observeWorld is Reconciler.observe on a fake API server holding lease, pods and extra.
+func observeWorld(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, extra []client.Object) world {
 	var objs []client.Object
 	if lease != nil {
 		objs = append(objs, lease.DeepCopy())
@@ -30,13 +39,10 @@ func observeStep(tr *renewalTracker, c *clocktesting.FakeClock, fl *fencingv1.Fe
 		objs = append(objs, p)
 	}
 	api := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(append(objs, extra...)...).Build()
-	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, tracker: tr}
+	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, grants: tr}
 	w, err := r.observe(context.Background(), fl, true)
 	if err != nil {
 		panic(err)
 	}
-	d := decide(w)
-	fl.Status = d.status
-	r.statusWritten(fl, d)
-	return d
+	return w
 }

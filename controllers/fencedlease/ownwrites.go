@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -167,20 +170,20 @@ func (o *ownWrites) leaseNotShown(owner types.UID, shown bool) bool {
 	return true
 }
 
-// behind is true when the world was read from a cache that does not show yet one of this
-// controller's own writes.
-func (o *ownWrites) behind(w world) bool {
-	if o.landed(w.fl.UID, w.fl.ResourceVersion) {
+// behind is true when fl, its Lease (nil: none) and its pods were read from a cache that
+// does not show yet one of this controller's own writes.
+func (o *ownWrites) behind(fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
+	if o.landed(fl.UID, fl.ResourceVersion) {
 		return true
 	}
-	if o.leaseNotShown(w.fl.UID, w.lease != nil) {
+	if o.leaseNotShown(fl.UID, lease != nil) {
 		return true
 	}
-	if w.lease != nil && o.landed(w.lease.UID, w.lease.ResourceVersion) {
+	if lease != nil && o.landed(lease.UID, lease.ResourceVersion) {
 		return true
 	}
-	for i := range w.pods {
-		if o.landed(w.pods[i].UID, w.pods[i].ResourceVersion) {
+	for i := range pods {
+		if o.landed(pods[i].UID, pods[i].ResourceVersion) {
 			return true
 		}
 	}

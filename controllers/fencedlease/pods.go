@@ -1,11 +1,14 @@
 package fencedlease
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
@@ -76,4 +79,19 @@ func unschedulable(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// readByUID reads object (name, uid) into obj uncached; nil when it is gone or another
+// object now has its name.
+func readByUID[T client.Object](ctx context.Context, reader client.Reader, obj T, ns, name string, uid types.UID) (T, error) {
+	var none T
+	switch err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); {
+	case apierrors.IsNotFound(err):
+		return none, nil
+	case err != nil:
+		return none, fmt.Errorf("reading %T %s: %w", obj, name, err)
+	case obj.GetUID() != uid:
+		return none, nil
+	}
+	return obj, nil
 }

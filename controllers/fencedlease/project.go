@@ -80,45 +80,53 @@ func leaseShowing(fl *fencingv1.FencedLease, st *fencingv1.FencedLeaseStatus, le
 	return want
 }
 
-// syncPods makes the pods show the status: a former holder is marked Revoked or
-// Released and loses the holder label in that same write, then the holder gets its token,
-// state Holding, the holder label, and loses the scheduling gate (G3) so it can start, in
-// one write; last, a revoked pod is deleted under DeletePod (X6) — after the holder's
-// write, which a Cold holder waits for to start. Demotions come first, so no two pods are
-// ever marked Holding, or labeled holder, at once.
-//
-// deleting false leaves the deletions for a later pass (P1).
-func (r *Reconciler) syncPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod, deleting bool) error {
-	st := &fl.Status
-	var holder *corev1.Pod
+// demotePods finishes the end of a grant on every pod of pods that no longer holds one
+// (demote): first, so no two pods are ever marked Holding, or labeled holder, at once.
+func (r *Reconciler) demotePods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
 	for i := range pods {
-		p := &pods[i]
-		if st.Holder != nil && p.UID == st.Holder.PodUID {
-			holder = p
-			continue
-		}
-		if err := r.demote(ctx, fl, p); err != nil {
-			return err
+		if p := &pods[i]; !holds(fl, p) {
+			if err := r.demote(ctx, fl, p); err != nil {
+				return err
+			}
 		}
 	}
-	if holder != nil && holder.DeletionTimestamp == nil {
-		if err := r.patchPod(ctx, holder, func(p *corev1.Pod) {
-			setAnnotation(p, fencingv1.TokenAnnotation, formatToken(st.Holder.Token))
-			setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(st.Holder)))
-			setLabel(p, fencingv1.HolderLabel, "true")
-			p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
-		}); err != nil {
-			return err
+	return nil
+}
+
+// promoteHolder gives the holder's pod, when it is among pods and not terminating, its
+// token, state Holding (or Draining), the holder label, and lifts the scheduling gate so
+// it can start (G3), in one write.
+func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
+	h := fl.Status.Holder
+	for i := range pods {
+		if p := &pods[i]; holds(fl, p) && p.DeletionTimestamp == nil {
+			return r.patchPod(ctx, p, func(p *corev1.Pod) {
+				setAnnotation(p, fencingv1.TokenAnnotation, formatToken(h.Token))
+				setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(h)))
+				setLabel(p, fencingv1.HolderLabel, "true")
+				p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
+			})
 		}
 	}
+	return nil
+}
+
+// deleteRevokedPods deletes the revoked pods of pods that must go (X6): after the
+// holder's write, which a Cold holder waits for to start.
+func (r *Reconciler) deleteRevokedPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
 	for i := range pods {
-		if p := &pods[i]; deleting && (holder == nil || p.UID != holder.UID) {
+		if p := &pods[i]; !holds(fl, p) {
 			if err := r.deleteRevoked(ctx, fl, p); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// holds: p is the pod fl's status names holder.
+func holds(fl *fencingv1.FencedLease, p *corev1.Pod) bool {
+	return fl.Status.Holder != nil && p.UID == fl.Status.Holder.PodUID
 }
 
 // demote finishes the end of a grant on a pod that no longer holds one: the last revoked

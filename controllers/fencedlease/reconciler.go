@@ -26,7 +26,7 @@ type Reconciler struct {
 	memory    *Memory
 	pods      podLister
 	nodes     nodeJudge // nil: every node can take a grant
-	tracker   *renewalTracker
+	grants    *grantMemory
 	recovery  *recovery
 	ownWrites *ownWrites
 	uncached  *uncachedLeases

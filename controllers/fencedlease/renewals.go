@@ -18,7 +18,7 @@ import (
 
 // observeRenewals wraps the Lease event handler (R2 in doc.go): a renewal of a settled
 // grant — one the last pass kept, with its first renewal in the status and no hand-off,
-// revocation or deletion under way — is recorded on the tracker as its event arrives,
+// revocation or deletion under way — is recorded in the grant memory as its event arrives,
 // and queues no pass. Nothing but the expiry waits for it, and the pass the expiry's timer
 // brings judges the grant on this observation. So a holder's renewals cost no reconcile,
 // and a queue that is long (thousands of FencedLeases, a server slow to answer the writes
@@ -26,7 +26,7 @@ import (
 // when a pass got to it. Any other Lease event is handled as before.
 type observeRenewals struct {
 	handler.EventHandler
-	tracker *renewalTracker
+	grants *grantMemory
 }
 
 func (o observeRenewals) Update(ctx context.Context, evt event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -52,7 +52,7 @@ func (o observeRenewals) recorded(oldObj, newObj any) bool {
 		return false
 	}
 	key := types.NamespacedName{Namespace: after.Namespace, Name: name}
-	return o.tracker.renewedOnEvent(key, rec.HolderUID, rec.Token, rec.RenewTime)
+	return o.grants.renewedOnEvent(key, rec.HolderUID, rec.Token, rec.RenewTime)
 }
 
 // renewalOnly is true when after differs from before in spec.renewTime alone (beside the

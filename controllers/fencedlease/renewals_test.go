@@ -33,7 +33,7 @@ func renewedLease(token string, renew int) *coordinationv1.Lease {
 // and queues nothing; every other Lease event queues a pass and records nothing.
 func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	tracker := newRenewalTracker(clk)
+	tracker := newGrantMemory(clk)
 	key := types.NamespacedName{Namespace: "ns", Name: "invoices"}
 	h := observeRenewals{handler.EnqueueRequestsFromMapFunc(byLabel), tracker}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
@@ -50,21 +50,36 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 		return true
 	}
 
-	tracker.observe(key, "a-uid", 7, renewedLease("7", 1).Spec.RenewTime) // a pass's look
+	// pass is a pass's look at grant (a-uid, 7) on the Lease renewed at renew seconds,
+	// remembered as that pass ends: settled or not, asked to hand off or not.
+	pass := func(renew int, settled, handoff bool) renewal {
+		t.Helper()
+		c := tracker.read(key)
+		g := c.of("a-uid", 7)
+		g.renewal = g.observe(renewedLease("7", renew).Spec.RenewTime, clk.Now())
+		g.settled, g.handoffSince = settled, time.Time{}
+		if handoff {
+			g.handoffSince = clk.Now()
+		}
+		tracker.write(key, recall{g.key(): g})
+		return g.renewal
+	}
+
+	pass(1, false, false)
 	clk.Step(time.Second)
 	if !update(renewedLease("7", 1), renewedLease("7", 2)) {
 		t.Fatal("a renewal of a grant no pass has settled queued nothing")
 	}
-	if got := tracker.observe(key, "a-uid", 7, renewedLease("7", 1).Spec.RenewTime).observedAt; !got.Equal(t0) {
+	if got := tracker.read(key).of("a-uid", 7).observedAt; !got.Equal(t0) {
 		t.Fatalf("an unsettled grant's renewal was recorded on its event (observed at %v)", got)
 	}
 
-	tracker.settle(key, "a-uid", 7)
+	pass(1, true, false)
 	clk.Step(time.Second)
 	if update(renewedLease("7", 1), renewedLease("7", 3)) {
 		t.Fatal("a settled grant's renewal queued a pass")
 	}
-	r := tracker.observe(key, "a-uid", 7, renewedLease("7", 3).Spec.RenewTime)
+	r := tracker.read(key).of("a-uid", 7).renewal
 	if want := t0.Add(2 * time.Second); !r.observedAt.Equal(want) || !r.seenRenewing {
 		t.Fatalf("the renewal observed at %v (seen renewing %v), want %v on this clock", r.observedAt, r.seenRenewing, want)
 	}
@@ -84,18 +99,38 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 			t.Errorf("%s queued nothing", name)
 		}
 	}
-	if r := tracker.observe(key, "a-uid", 7, renewedLease("7", 3).Spec.RenewTime); !r.observedAt.Equal(t0.Add(2 * time.Second)) {
+	if r := tracker.read(key).of("a-uid", 7); !r.observedAt.Equal(t0.Add(2 * time.Second)) {
 		t.Errorf("an event that was no settled renewal was recorded as one (observed at %v)", r.observedAt)
 	}
 
-	tracker.unsettle(key) // a pass decided other than to keep it
+	pass(3, false, false) // a pass decided other than to keep it
 	if !update(renewedLease("7", 3), renewedLease("7", 5)) {
 		t.Error("a renewal after a pass unsettled the grant queued nothing")
 	}
-	tracker.settle(key, "a-uid", 7)
-	tracker.handoffAsked(key, "a-uid", 7, clk.Now())
+	pass(5, true, true)
 	if !update(renewedLease("7", 5), renewedLease("7", 6)) {
 		t.Error("a renewal of a grant asked to hand off queued nothing")
+	}
+}
+
+// A pass writes back what it read, and a renewal its Lease event recorded meanwhile
+// (renewedOnEvent) is newer than the pass's own look: the write keeps the event's.
+func TestGrantMemoryKeepsARenewalRecordedDuringAPass(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	m := newGrantMemory(clk)
+	key := types.NamespacedName{Namespace: "ns", Name: "invoices"}
+	g := recall{}.of("a-uid", 7)
+	g.renewal, g.settled = g.observe(renewedLease("7", 1).Spec.RenewTime, clk.Now()), true
+	m.write(key, recall{g.key(): g})
+
+	seen := m.read(key) // a pass begins
+	clk.Step(time.Second)
+	if !m.renewedOnEvent(key, "a-uid", 7, renewedLease("7", 2).Spec.RenewTime) {
+		t.Fatal("a settled grant's renewal was not recorded on its event")
+	}
+	m.write(key, seen) // the pass ends, with what it read
+	if got := m.read(key).of("a-uid", 7); !got.observedAt.Equal(t0.Add(time.Second)) || !got.seenRenewing {
+		t.Fatalf("the pass's write lost the renewal its event recorded: observed at %v", got.observedAt)
 	}
 }
 

@@ -39,7 +39,7 @@ func TestRevokeRequestCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 	}
 
 	// A restarted controller gives the cut-off holder a whole lease from its first look.
-	restarted := newRenewalTracker(c)
+	restarted := newGrantMemory(c)
 	if d := stepHandoff(restarted, c, fl, cut, pods, nil); d.revoked() != nil || d.requeueAfter != 10*time.Second {
 		t.Fatalf("a new controller must wait a whole lease: %+v", d)
 	}

@@ -73,7 +73,7 @@ func finishRevocationRule(in *input) (transition, bool) {
 	if in.state != leaserecord.StateCutOff && !in.handedOver {
 		return transition{}, false
 	}
-	if p := in.renewal.revoking; p.reason != "" {
+	if p := in.held.revoking; p.reason != "" {
 		return transition{kind: revoke, revocation: p.reason, message: p.message, lateness: p.lateness, at: p.at}, true
 	}
 	if reason, ok := revokedOnLease(in.record); ok && in.state == leaserecord.StateCutOff {

@@ -35,7 +35,7 @@ func ruleInput(c *clocktesting.FakeClock, mod func(*input)) *input {
 	a := pod("a", t0)
 	lease := leaseFor(h, t0.Add(time.Second))
 	w := world{fl: fl, lease: lease, pods: []corev1.Pod{a}, holder: &a, now: c.Now(),
-		renewal: renewal{uid: h.PodUID, token: 1, observedAt: t0, seenRenewing: true}}
+		held: grantRecord{renewal: renewal{uid: h.PodUID, token: 1, observedAt: t0, seenRenewing: true}}}
 	if mod != nil {
 		in := &input{world: w, h: h}
 		mod(in) // changes the world; classify below derives the rest
@@ -107,7 +107,7 @@ func TestRuleForeignLease(t *testing.T) {
 
 func TestRuleFinishAHalfDoneRevocation(t *testing.T) {
 	remembered := func(reason fencingv1.RevocationReason) func(*input) {
-		return func(in *input) { in.renewal.revoking = pendingRevocation{reason: reason, lateness: time.Second} }
+		return func(in *input) { in.held.revoking = pendingRevocation{reason: reason, lateness: time.Second} }
 	}
 	runRuleTable(t, finishRevocationRule, []ruleCase{
 		{name: "the Lease still names the holder", applies: false},

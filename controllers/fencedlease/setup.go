@@ -125,9 +125,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.nodes = nodes
 	if r.memory != nil {
-		r.tracker = r.memory.tracker
+		r.grants = r.memory.grants
 	} else {
-		r.tracker = newRenewalTracker(r.Clock)
+		r.grants = newGrantMemory(r.Clock)
 	}
 	r.ownWrites = newOwnWrites(r.Clock)
 	r.uncached = newUncachedLeases()
@@ -147,7 +147,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// priority of its events.
 		Watches(&fencingv1.FencedLease{}, echoes(&handler.EnqueueRequestForObject{}), builder.WithPredicates(r.notStatusOnly())).
 		// A settled grant's renewal is observed as it arrives and queues nothing (renewals.go).
-		Watches(&coordinationv1.Lease{}, observeRenewals{echoes(handler.EnqueueRequestsFromMapFunc(byLabel)), r.tracker}).
+		Watches(&coordinationv1.Lease{}, observeRenewals{echoes(handler.EnqueueRequestsFromMapFunc(byLabel)), r.grants}).
 		WatchesRawSource(pods.source(echoes(handler.EnqueueRequestsFromMapFunc(byLabel)))).
 		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
 		Named("fencedlease").

@@ -75,6 +75,8 @@ type decision struct {
 	// grantOnLease: the grant goes to an idle FencedLease and the Lease is its first
 	// record (G1, G2): created, or swapped on the version read, before the status.
 	grantOnLease bool
+	// plan is how the pass carries the decision out (plan.go).
+	plan plan
 }
 
 // ended is the end transition when it is of kind k, else nil.
@@ -107,14 +109,17 @@ func (d decision) granted() *fencingv1.Holder {
 // cutOff: this decision cuts the holder off (C1).
 func (d decision) cutOff() bool { return d.ended(cutOff) != nil }
 
+// cutsOff: this decision cuts the holder off, to be revoked for reason.
+func (d decision) cutsOff(reason fencingv1.RevocationReason) bool {
+	t := d.ended(cutOff)
+	return t != nil && t.revocation == reason
+}
+
 // asked: this decision asks the holder to hand off, at now (H1).
 func (d decision) asked() bool { return d.ended(askHandoff) != nil }
 
 // revokeRequested: this decision cuts the holder off because a revoke was requested (Q2).
-func (d decision) revokeRequested() bool {
-	t := d.ended(cutOff)
-	return t != nil && t.revocation == fencingv1.ReasonRevokeRequested
-}
+func (d decision) revokeRequested() bool { return d.cutsOff(fencingv1.ReasonRevokeRequested) }
 
 // lateness is the revocation's lateness; zero without one.
 func (d decision) lateness() time.Duration {

@@ -1,0 +1,180 @@
+package fencedlease
+
+import (
+	"cmp"
+	"context"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
+)
+
+// observe reads the clock, then the Lease and the labeled pods, confirms the holder pod
+// by UID, and reads what this process remembers of the grants (once a pass): when the
+// holder was last seen renewing, counting a renewTime that changed as a renewal seen now.
+// The clock comes first: a renewal that lands after that reading is either in the Lease
+// read here, or makes the revocation's compare-and-swap on the Lease fail. So is one the
+// cache has not shown yet: the compare-and-swap carries the version read, so the cache
+// may lag without a holder ever being revoked for a renewal that landed.
+func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, uncached bool) (world, error) {
+	key := client.ObjectKeyFromObject(fl)
+	w := world{fl: fl, now: r.Clock.Now(), memory: r.grants.read(key)}
+	var err error
+	// A grant's Lease is read from the API server when the cache misses it: the first
+	// look at a grant is taken with the Lease as it is, as a second look with the Lease's
+	// renewTime would count as a renewal.
+	uncached = uncached || fl.Status.Holder != nil
+	if w.lease, w.leaseUnread, err = r.readLease(ctx, key, uncached); err != nil {
+		return w, err
+	}
+	if w.pods, err = r.pods.forLease(fl.Namespace, fl.Name); err != nil {
+		return w, err
+	}
+	w.unfitNodes = r.unfitNodes(w.pods)
+	rec := leaserecord.Read(w.lease)
+	if h := fl.Status.Holder; h != nil {
+		w.held = w.memory.of(h.PodUID, h.Token)
+		w.held.renewal = w.held.observe(renewalOn(rec, h), r.Clock.Now())
+		// Not among the labeled pods: gone, or still there without its label. Unless this
+		// process handed its grant over already and made its pod follow (X5, X6): then
+		// the status only waits for the next holder's first renewal (deferStatus), and
+		// asking again at every reconcile of that wait would be a read per event for a pod
+		// that is gone.
+		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && w.held.revoking.handedOverAt.IsZero() {
+			holder, err := r.podByUID(ctx, fl.Namespace, h.PodName, h.PodUID)
+			if err != nil {
+				return w, err
+			}
+			if holder != nil {
+				w.holder = holder
+				w.unlabeled = append(w.unlabeled, *holder)
+			}
+		}
+		if h.Handoff != nil {
+			// The grace period counts from this process's first look at the request.
+			w.handoffSince = cmp.Or(w.held.handoffSince, w.now)
+		} else if fl.DeletionTimestamp == nil {
+			if w.successor, err = r.successorOf(ctx, &w.held, w.holder, grantorder.Candidates(w.pods, &fl.Status, "")); err != nil {
+				return w, err
+			}
+		}
+	}
+	if rec.Ahead(fl.Status.FencingToken) {
+		w.grantedOnLeaseAt = w.memory.of(rec.HolderUID, rec.Token).grantedOnLeaseAt
+	}
+	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {
+		// A lock-delay this process did not begin (it took over since) counts from now.
+		w.delaySince = cmp.Or(w.memory.of(rv.PodUID, rv.Token).delaySince, w.now)
+	}
+	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved && findPod(w.pods, rv.PodUID) == nil {
+		// Finish marking (and deleting) a pod revoked for losing its label: one uncached
+		// read a reconcile, until the next revocation.
+		p, err := r.podByUID(ctx, fl.Namespace, rv.PodName, rv.PodUID)
+		if err != nil {
+			return w, err
+		}
+		if p != nil {
+			w.unlabeled = append(w.unlabeled, *p)
+		}
+	}
+	return w, nil
+}
+
+// unfitNodes says which of the nodes the Warm pods among pods run on cannot take a grant
+// now, and why.
+func (r *Reconciler) unfitNodes(pods []corev1.Pod) map[string]string {
+	var out map[string]string
+	for i := range pods {
+		node := pods[i].Spec.NodeName
+		if r.nodes == nil || node == "" || !grantorder.Warm(&pods[i]) {
+			continue
+		}
+		if why := r.nodes.unfit(node); why != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[node] = why
+		}
+	}
+	return out
+}
+
+// successorOf is the first candidate of a newer revision of grant g's workload (see
+// newerRevision), or nil; pod is g's pod (nil: gone). The answer is kept in g for the
+// candidates it was given, so a rollout that waits costs its reads once, not at every
+// renewal, and it outlives the holder pod: a Warm holder is usually deleted by its own
+// controller before the grant moves on, and the next grant still goes to the newest
+// revision.
+func (r *Reconciler) successorOf(ctx context.Context, g *grantRecord, pod *corev1.Pod, cands []*corev1.Pod) (*corev1.Pod, error) {
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = string(c.UID)
+	}
+	asked := strings.Join(ids, ",")
+	if a := g.newer; a.candidates != "" && (a.candidates == asked || pod == nil) {
+		return findCandidate(cands, a.successor), nil
+	}
+	if pod == nil {
+		return nil, nil
+	}
+	next, err := r.newerRevision(ctx, pod, cands)
+	if err != nil {
+		return nil, err
+	}
+	g.newer = newerRevisionAnswer{candidates: asked}
+	if next != nil {
+		g.newer.successor = next.UID
+	}
+	return next, nil
+}
+
+// renewalOn is the renewTime the holder of grant h wrote on the Lease; nil while the Lease
+// does not show the grant, or shows only the controller's own grant-time write (its
+// renewTime is the acquireTime): that is not a renewal.
+func renewalOn(rec leaserecord.Record, h *fencingv1.Holder) *metav1.MicroTime {
+	if rec.Shows(h.PodName, h.PodUID, h.Token) && rec.Renewed() {
+		return rec.RenewTime
+	}
+	return nil
+}
+
+// readLease reads the Lease from the cache, which holds the operator's (labeled) Leases
+// and follows every renewal without a request. Only a Lease the cache does not show —
+// none yet, one the cache has not caught up with, or a foreign one without the label —
+// costs a read. nil when there is none.
+func (r *Reconciler) readLease(ctx context.Context, key client.ObjectKey, uncached bool) (_ *coordinationv1.Lease, unread bool, _ error) {
+	lease := &coordinationv1.Lease{}
+	err := r.Get(ctx, key, lease)
+	if apierrors.IsNotFound(err) {
+		if !uncached && !r.uncached.has(key) {
+			return nil, true, nil // not in the cache; the API server not asked (yet)
+		}
+		err = r.APIReader.Get(ctx, key, lease)
+		r.uncached.found(key, err == nil)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return lease, false, nil
+}
+
+// podByUID reads pod (name, uid) uncached, for a pod the label-filtered cache does not
+// show: so a pod that lost its label is never mistaken for one that is gone. It returns
+// nil when the pod is gone (a pod of the same name with another UID is another pod).
+func (r *Reconciler) podByUID(ctx context.Context, ns, name string, uid types.UID) (*corev1.Pod, error) {
+	return readByUID(ctx, r.APIReader, &corev1.Pod{}, ns, name, uid)
+}

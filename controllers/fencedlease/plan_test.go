@@ -1,0 +1,138 @@
+package fencedlease
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
+)
+
+func kinds(p plan) []stepKind {
+	var out []stepKind
+	for _, s := range p.steps {
+		out = append(out, s.kind)
+	}
+	return out
+}
+
+// checkOrder fails unless p's steps run in the protocol's order, each at most once, and a
+// finalizer is released only as the last step, on a deleted FencedLease left with no
+// holder (D1).
+func checkOrder(t *testing.T, fl *fencingv1.FencedLease, d decision) {
+	t.Helper()
+	ks := kinds(d.plan)
+	if !slices.IsSorted(ks) || len(slices.Compact(slices.Clone(ks))) != len(ks) {
+		t.Fatalf("steps out of order or repeated: %v", ks)
+	}
+	if d.plan.has(releaseFinalizer) && (fl.DeletionTimestamp == nil || d.status.Holder != nil) {
+		t.Fatalf("the finalizer is released with holder %+v (deleting: %v)", d.status.Holder, fl.DeletionTimestamp != nil)
+	}
+	for _, s := range d.plan.steps {
+		if s.protocol == "" {
+			t.Fatalf("step %v carries out no protocol step", s.kind)
+		}
+	}
+}
+
+// The plan of each kind of pass: what it writes, in which order, and what it asks next.
+func TestPlanOfEachKindOfPass(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newGrantMemory(c)
+	fl := newFL(10)
+	cold, warm := pod("a", t0), warmPod("w", t0.Add(time.Second))
+	warm.Status.Phase = corev1.PodRunning
+
+	// G1 on an idle FencedLease, a Cold pod: the Lease first, then the pod patched so it
+	// can start; the status and the rest wait for the first renewal (P1, G4).
+	d := step(tr, c, fl, nil, []corev1.Pod{cold, warm})
+	checkOrder(t, fl, d)
+	if want := []stepKind{writeLease, demotePods, promoteHolder}; !slices.Equal(kinds(d.plan), want) {
+		t.Fatalf("grant to a Cold pod: %v, want %v", kinds(d.plan), want)
+	}
+	if d.plan.requeueAfter != cacheBehind || *d.plan.priority != followUpPriority || d.plan.settles {
+		t.Fatalf("grant to a Cold pod: %+v, want a follow-up", d.plan)
+	}
+
+	// The same for a running Warm standby: it starts on the Lease, so only the Lease now.
+	warmFL := newFL(10)
+	d = step(newGrantMemory(c), c, warmFL, nil, []corev1.Pod{warm})
+	checkOrder(t, warmFL, d)
+	if want := []stepKind{writeLease}; !slices.Equal(kinds(d.plan), want) {
+		t.Fatalf("grant to a Warm standby: %v, want %v", kinds(d.plan), want)
+	}
+
+	// Its first renewal: recorded, and the grant kept settled until its expiry.
+	h := fl.Status.Holder.DeepCopy()
+	c.Step(time.Second)
+	d = step(tr, c, fl, leaseFor(h, c.Now()), []corev1.Pod{cold, warm})
+	checkOrder(t, fl, d)
+	if want := []stepKind{writeStatus, writeLease, demotePods, promoteHolder, deleteRevoked}; !slices.Equal(kinds(d.plan), want) {
+		t.Fatalf("first renewal: %v, want %v", kinds(d.plan), want)
+	}
+	if !d.plan.settles || d.plan.requeueAfter != 10*time.Second || *d.plan.priority != normalPriority {
+		t.Fatalf("first renewal: %+v, want settled until the expiry in 10s", d.plan)
+	}
+
+	// A revoke request: cut off on the Lease first, told, then the status.
+	fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
+	d = step(tr, c, fl, leaseFor(h, c.Now()), []corev1.Pod{cold, warm})
+	checkOrder(t, fl, d)
+	if want := []stepKind{cutLease, tellCutOff, writeStatus, writeLease, demotePods, promoteHolder, deleteRevoked}; !slices.Equal(kinds(d.plan), want) {
+		t.Fatalf("revoke request: %v, want %v", kinds(d.plan), want)
+	}
+	if d.plan.settles {
+		t.Fatal("a cut-off holder is settled")
+	}
+
+	// Deleted while its holder stands cut off: the holder is revoked (D1) and only then,
+	// with no holder left, the finalizer goes, last.
+	fl.DeletionTimestamp = ptr.To(metav1.NewTime(c.Now()))
+	cut := leaseFor(h, c.Now())
+	leaserecord.CutOff(cut, "") // as revokeOnLease cuts off on request
+	d = step(tr, c, fl.DeepCopy(), cut, []corev1.Pod{cold, warm})
+	checkOrder(t, fl, d)
+	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonFencedLeaseDeleted {
+		t.Fatalf("deleted while cut off: revoked %+v, want FencedLeaseDeleted (end %+v)", d.revoked(), d.end)
+	}
+	if ks := kinds(d.plan); ks[len(ks)-1] != releaseFinalizer {
+		t.Fatalf("deleted, holder revoked: %v, want the finalizer released last", ks)
+	}
+}
+
+// A deleted FencedLease whose grant only the Lease recorded adopts it first: a holder
+// stands, so the finalizer is not released in that pass (D1).
+func TestPlanKeepsTheFinalizerWhileAHolderStands(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	tr := newGrantMemory(c)
+	fl := newFL(10)
+	pods := []corev1.Pod{pod("a", t0)}
+	step(tr, c, fl, nil, pods)
+	h := fl.Status.Holder.DeepCopy()
+	idle := newFL(10) // the status never recorded h: only the Lease did (G2)
+	idle.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	d := step(tr, c, idle, leaseFor(h, t0), pods)
+	checkOrder(t, idle, d)
+	if d.plan.has(releaseFinalizer) {
+		t.Fatalf("the finalizer released while the Lease's grant stands: %v (status holder %+v)", kinds(d.plan), d.status.Holder)
+	}
+}
+
+// A Lease the operator did not create is never written (A3).
+func TestPlanNeverWritesAForeignLease(t *testing.T) {
+	c := clocktesting.NewFakeClock(t0)
+	fl := newFL(10)
+	foreign := tombstone(3)
+	foreign.Labels = nil
+	d := step(newGrantMemory(c), c, fl, foreign, []corev1.Pod{pod("a", t0)})
+	checkOrder(t, fl, d)
+	if d.plan.has(cutLease) || d.plan.has(writeLease) {
+		t.Fatalf("a foreign Lease is written: %v", kinds(d.plan))
+	}
+}

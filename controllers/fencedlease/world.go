@@ -1,0 +1,82 @@
+package fencedlease
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
+)
+
+// world is what a reconcile observed.
+type world struct {
+	fl    *fencingv1.FencedLease
+	lease *coordinationv1.Lease // nil when there is none yet
+	pods  []corev1.Pod          // every pod labeled for this FencedLease
+	// holder is the pod status.holder names, confirmed by UID: from pods, or read
+	// uncached by name when it is not among them. nil when it is gone.
+	holder *corev1.Pod
+	// unlabeled are pods outside pods that the projection must still reach: a holder
+	// that lost its label, or the pod of a LabelRemoved revocation not yet finished.
+	unlabeled []corev1.Pod
+	// memory is what this process remembered of the FencedLease's grants when the pass
+	// began (grantmemory.go); the pass's outcome is written back once, by remember.
+	memory recall
+	// held is the record of the grant the status names, as this pass observed it: its
+	// renewal looked at now, its hand-off, pending revocation and newer-revision answer.
+	// Zero without a holder.
+	held grantRecord
+	// leaseUnread: the cache shows no Lease and the API server was not asked (lease nil).
+	leaseUnread bool
+	// grantedOnLeaseAt is when this process wrote the grant the Lease names and the status
+	// does not record yet (G2 on an idle FencedLease); zero when it did not.
+	grantedOnLeaseAt time.Time
+	// successor is a waiting pod of a newer revision of the holder's own Deployment or
+	// StatefulSet; looked up only while the holder has not been asked to hand off.
+	successor *corev1.Pod
+	// handoffSince is when this process first saw the holder asked to hand off.
+	handoffSince time.Time
+	// delaySince is when this process began the lock-delay of status.lastRevocation
+	// (zero when it has none).
+	delaySince time.Time
+	// unfitNodes says, of the nodes Warm candidates run on, why one cannot take a grant
+	// now (cordoned, unreachable, not Ready); a node that can is absent.
+	unfitNodes map[string]string
+	// now is the controller's clock, read before the Lease; it carries a monotonic
+	// reading in production.
+	now time.Time
+}
+
+// input is the world classified once for the rules: the Lease read through the one
+// reader, relative to the grant the status names, and the grant's clocks.
+type input struct {
+	world
+	// h is the grant the status names; nil when none.
+	h      *fencingv1.Holder
+	record leaserecord.Record
+	state  leaserecord.State
+	// started: h renewed at least once (recorded in the status, or read off the Lease).
+	started bool
+	// revokeRequested: the FencedLease asks to revoke exactly h (Q1).
+	revokeRequested bool
+	// limit is h's running limit, left what remains of it since the last observed
+	// renewal, graceLeft what remains of a hand-off grace period (0 without a request).
+	limit, left, graceLeft time.Duration
+	// cannotStart says why h's pod, never renewed, cannot start ("" when nothing says so);
+	// unschedulableLeft is how long an unschedulable one has before that counts (0 when
+	// it is not unschedulable, or already counts).
+	cannotStart       string
+	unschedulableLeft time.Duration
+	// cannotRun says why h's pod, renewed, has a container that cannot run ("" when
+	// nothing says so).
+	cannotRun string
+	// lastCrash says how a container of h's pod last ended, when one restarted ("" when
+	// none did): what a cut-off holder between two back-offs still shows.
+	lastCrash string
+	// handedOver: the Lease names the next grant already — the hand-over's
+	// compare-and-swap (X3 with G2), or a grant's first write on an idle FencedLease
+	// (G2), landed, and the status write after it did not (yet).
+	handedOver bool
+}
