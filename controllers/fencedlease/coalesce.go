@@ -20,7 +20,7 @@ func coalesceWindow(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duratio
 	return min(statusCoalesce, grantDuration(h, fl)/2)
 }
 
-// deferStatus decides whether the status write of decision d waits (X4', G4): only for a
+// deferStatus decides whether the status write of decision d waits (X4, G4): only for a
 // grant the Lease holds already — handed over in this decision's compare-and-swap,
 // granted on an idle FencedLease's Lease in this decision (G2), or written so by this
 // process earlier and adopted off the Lease now (adoptRule) — that has not renewed yet,

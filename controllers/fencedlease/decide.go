@@ -15,9 +15,9 @@ import (
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-// classify reads the Lease and the clocks for grant h (nil: none).
+// classify judges the Lease record and the clocks for grant h (nil: none).
 func classify(w world, h *fencingv1.Holder) input {
-	in := input{world: w, h: h, record: leaserecord.Read(w.lease)}
+	in := input{world: w, h: h}
 	if h == nil {
 		in.state = in.record.State(w.fl.Name, "", "", 0)
 		in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.fl.Status.FencingToken)

@@ -39,7 +39,8 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, unc
 		return w, err
 	}
 	w.unfitNodes = r.unfitNodes(w.pods)
-	rec := leaserecord.Read(w.lease)
+	w.record = leaserecord.Read(w.lease)
+	rec := w.record
 	if h := fl.Status.Holder; h != nil {
 		w.held = w.memory.of(h.PodUID, h.Token)
 		w.held.renewal = w.held.observe(renewalOn(rec, h), r.Clock.Now())

@@ -2,8 +2,6 @@ package fencedlease
 
 import (
 	"time"
-
-	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // landed says which of a plan's writes took effect (a write that found nothing to change
@@ -80,7 +78,7 @@ func remember(w world, d decision, done landed, now time.Time) recall {
 		}
 		out[g.key()] = g
 	}
-	if rec := leaserecord.Read(w.lease); rec.HolderUID != "" {
+	if rec := w.record; rec.HolderUID != "" {
 		k := grantKey{rec.HolderUID, rec.Token}
 		if g, ok := w.memory[k]; ok {
 			out[k] = of(g.key())

@@ -41,6 +41,7 @@ func ruleInput(c *clocktesting.FakeClock, mod func(*input)) *input {
 		mod(in) // changes the world; classify below derives the rest
 		w, h = in.world, in.h
 	}
+	w.record = leaserecord.Read(w.lease) // as observe decodes it
 	in := classify(w, h)
 	return &in
 }

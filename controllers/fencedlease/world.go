@@ -14,7 +14,9 @@ import (
 type world struct {
 	fl    *fencingv1.FencedLease
 	lease *coordinationv1.Lease // nil when there is none yet
-	pods  []corev1.Pod          // every pod labeled for this FencedLease
+	// record is lease decoded, once a pass (pkg/leaserecord).
+	record leaserecord.Record
+	pods   []corev1.Pod // every pod labeled for this FencedLease
 	// holder is the pod status.holder names, confirmed by UID: from pods, or read
 	// uncached by name when it is not among them. nil when it is gone.
 	holder *corev1.Pod
@@ -54,9 +56,8 @@ type world struct {
 type input struct {
 	world
 	// h is the grant the status names; nil when none.
-	h      *fencingv1.Holder
-	record leaserecord.Record
-	state  leaserecord.State
+	h     *fencingv1.Holder
+	state leaserecord.State
 	// started: h renewed at least once (recorded in the status, or read off the Lease).
 	started bool
 	// revokeRequested: the FencedLease asks to revoke exactly h (Q1).
