@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -28,11 +29,9 @@ func testBadImageColdRollout(t *testing.T) {
 		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 120, HandoffGracePeriodSeconds: graceSeconds}}))
 	grants, err := testenvWatch(ns)
 	must(t, err)
-	d, holder := holdDeployment(t, ns, lease, 1)
+	_, holder := holdDeployment(t, ns, lease, 1)
 
-	must(t, rc.Client.Get(ctx, clientKey(ns, "singleton"), d))
-	d.Spec.Template.Spec.Containers[0].Image = missingImage
-	must(t, rc.Client.Update(ctx, d))
+	updateDeployment(t, ns, "singleton", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = missingImage })
 	rolled := time.Now()
 	var cannotStart *fencingv1.Revocation
 	if err := poll(2*time.Minute, func() bool {

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -90,11 +91,9 @@ func testBadImageWarm(t *testing.T) {
 		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 120, Standby: fencingv1.StandbyWarm}}))
 	grants, err := testenvWatch(ns)
 	must(t, err)
-	d, holder := holdDeployment(t, ns, lease, 2)
+	_, holder := holdDeployment(t, ns, lease, 2)
 
-	must(t, rc.Client.Get(ctx, clientKey(ns, "singleton"), d))
-	d.Spec.Template.Spec.Containers[0].Image = missingImage
-	must(t, rc.Client.Update(ctx, d))
+	updateDeployment(t, ns, "singleton", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = missingImage })
 	var bad string
 	if err := poll(2*time.Minute, func() bool {
 		list := &corev1.PodList{}
@@ -197,4 +196,19 @@ func holdDeployment(t *testing.T, ns, lease string, replicas int32) (*appsv1.Dep
 	}
 	reportedAt(t, ns, holder, "work", "env=1 file=1", time.Minute)
 	return d, holder
+}
+
+// updateDeployment applies change to Deployment ns/name as read now, again when the write
+// loses a race (the deployment controller writes the object too, its status and
+// annotations, so a read-then-write can be refused on its resourceVersion).
+func updateDeployment(t *testing.T, ns, name string, change func(*appsv1.Deployment)) {
+	t.Helper()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := rc.Client.Get(context.Background(), clientKey(ns, name), d); err != nil {
+			return err
+		}
+		change(d)
+		return rc.Client.Update(context.Background(), d)
+	}))
 }

@@ -74,10 +74,7 @@ func testChaos(t *testing.T) {
 	ended := time.Now()
 
 	// The writers stop (their writes under way end and are logged), then the books close.
-	dep := &appsv1.Deployment{}
-	must(t, rc.Client.Get(ctx, clientKey(ns, "writers"), dep))
-	dep.Spec.Replicas = ptr.To[int32](0)
-	must(t, rc.Client.Update(ctx, dep))
+	updateDeployment(t, ns, "writers", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](0) })
 	if err := poll(2*time.Minute, func() bool {
 		list := &corev1.PodList{}
 		return rc.Client.List(ctx, list, clientNamespace(ns)) == nil && len(list.Items) == 0
