@@ -293,13 +293,19 @@ func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
 	}
 }
 
-func TestLastRenewTimeChangesOnlyOnRenewal(t *testing.T) {
+// grantedToA is a FencedLease of lease 10 s whose first decision, at t0, granted pod a,
+// its only candidate; h is that grant.
+func grantedToA() (*clocktesting.FakeClock, *grantMemory, *fencingv1.FencedLease, []corev1.Pod, *fencingv1.Holder) {
 	c := clocktesting.NewFakeClock(t0)
 	tr := newGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0)}
 	step(tr, c, fl, nil, pods)
-	h := fl.Status.Holder.DeepCopy()
+	return c, tr, fl, pods, fl.Status.Holder.DeepCopy()
+}
+
+func TestLastRenewTimeChangesOnlyOnRenewal(t *testing.T) {
+	c, tr, fl, pods, h := grantedToA()
 	c.Step(6 * time.Second)
 	step(tr, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
 	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(6 * time.Second)) {

@@ -109,12 +109,7 @@ func TestPlanOfEachKindOfPass(t *testing.T) {
 // A deleted FencedLease whose grant only the Lease recorded adopts it first: a holder
 // stands, so the finalizer is not released in that pass (D1).
 func TestPlanKeepsTheFinalizerWhileAHolderStands(t *testing.T) {
-	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
-	fl := newFL(10)
-	pods := []corev1.Pod{pod("a", t0)}
-	step(tr, c, fl, nil, pods)
-	h := fl.Status.Holder.DeepCopy()
+	c, tr, _, pods, h := grantedToA()
 	idle := newFL(10) // the status never recorded h: only the Lease did (G2)
 	idle.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	d := step(tr, c, idle, leaseFor(h, t0), pods)

@@ -80,8 +80,8 @@ func remember(w world, d decision, done landed, now time.Time) recall {
 	}
 	if rec := w.record; rec.HolderUID != "" {
 		k := grantKey{rec.HolderUID, rec.Token}
-		if g, ok := w.memory[k]; ok {
-			out[k] = of(g.key())
+		if _, ok := w.memory[k]; ok {
+			out[k] = of(k)
 		}
 	}
 	return out

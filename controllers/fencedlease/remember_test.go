@@ -34,12 +34,7 @@ func TestRememberAHandoffOnlyOnceItsStatusLanded(t *testing.T) {
 // A revocation begun on the Lease (X3) is remembered with its reason until the status
 // records it (X4), and only when the compare-and-swap landed.
 func TestRememberARevocationOnlyOnceTheLeaseWasCut(t *testing.T) {
-	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
-	fl := newFL(10)
-	pods := []corev1.Pod{pod("a", t0)}
-	step(tr, c, fl, nil, pods)
-	h := fl.Status.Holder.DeepCopy()
+	c, tr, fl, pods, h := grantedToA()
 	c.Step(11 * time.Second)
 	w := observeWorld(tr, c, fl, leaseFor(h, t0), pods, nil)
 	d := decide(w)
