@@ -99,7 +99,38 @@ type FencedLeaseSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MinFencingToken int64 `json:"minFencingToken,omitempty"`
+
+	// Holders is the number of slots: at most this many pods hold a grant at once, one
+	// per slot (0 to holders-1), each granted, renewed, revoked and handed off as a single
+	// grant is, under its own Lease. Omitted means 1: one grant, as before there were
+	// slots. Raising it grants the new slots at once; lowering it asks the holders of the
+	// removed slots to hand off (their pods are marked Draining) and cuts them off when
+	// the grace period ends. At most 100: the status lists every slot and every grant
+	// rewrites it, so a larger set is better split into several FencedLeases.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Holders int32 `json:"holders,omitempty"`
+
+	// SlotAssignment says which slot a waiting pod is granted: Any (the default) — the
+	// lowest free slot, oldest pod first — or Ordinal: a StatefulSet pod's index is its
+	// slot (the apps.kubernetes.io/pod-index label), and it waits for that slot alone, so
+	// a shard's local state stays with its ordinal. A pod without an index, or with one
+	// outside the slots, is never granted under Ordinal.
+	// +optional
+	SlotAssignment SlotAssignment `json:"slotAssignment,omitempty"`
 }
+
+// SlotAssignment says which slot a waiting pod is granted.
+// +kubebuilder:validation:Enum=Any;Ordinal
+type SlotAssignment string
+
+const (
+	// SlotAssignmentAny grants the lowest free slot to the oldest waiting pod.
+	SlotAssignmentAny SlotAssignment = "Any"
+	// SlotAssignmentOrdinal grants slot k only to the StatefulSet pod of index k.
+	SlotAssignmentOrdinal SlotAssignment = "Ordinal"
+)
 
 // Holder is the pod that holds the grant.
 type Holder struct {
@@ -271,6 +302,8 @@ const (
 // FencedLeaseStatus is what the controller observed and decided.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.fencingToken) || (has(self.fencingToken) && self.fencingToken >= oldSelf.fencingToken)",message="status.fencingToken may never decrease"
 // +kubebuilder:validation:XValidation:rule="!has(self.holder) || (has(self.fencingToken) && self.holder.token <= self.fencingToken)",message="status.holder.token may not exceed status.fencingToken"
+// +kubebuilder:validation:XValidation:rule="!has(self.slots) || self.slots.all(s, !has(s.holder) || (has(self.fencingToken) && s.holder.token <= self.fencingToken))",message="a slot's holder token may not exceed status.fencingToken"
+// +kubebuilder:validation:XValidation:rule="!has(self.slots) || !has(self.holder)",message="status.holder is unset while status.slots lists the slots"
 type FencedLeaseStatus struct {
 	// FencingToken is the highest token ever issued for this namespace/name. It never
 	// decreases, also across deletion and re-creation of the FencedLease.
@@ -305,6 +338,23 @@ type FencedLeaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// Slots lists the slots of a FencedLease with spec.holders above 1 (and of one that
+	// had slots and was lowered to 1: it keeps listing its one slot), each with its holder
+	// and last revocation; a slot removed by lowering spec.holders is listed until its
+	// holder has drained. There holder and lastRevocation above are unset; fencingToken,
+	// transitions and revocations count across all slots.
+	// +optional
+	// +listType=map
+	// +listMapKey=slot
+	// +kubebuilder:validation:MaxItems=100
+	Slots []Slot `json:"slots,omitempty"`
+
+	// Holding is "held/holders" (for example 2/3) for a FencedLease with slots: how many
+	// slots a pod holds, out of spec.holders.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Holding string `json:"holding,omitempty"`
+
 	// Conditions: Held says whether a pod holds the grant and, if not, why; Ready says
 	// whether the FencedLease works as its spec asks (held by a pod that has renewed,
 	// idle with nobody waiting, or suspended), for GitOps tools and kubectl wait.
@@ -315,6 +365,24 @@ type FencedLeaseStatus struct {
 	// +patchMergeKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// Slot is one slot of a FencedLease with spec.holders above 1.
+// +kubebuilder:validation:XValidation:rule="!has(self.holder) || !has(self.lastRevocation) || self.holder.token > self.lastRevocation.token",message="a slot's holder must hold a newer token than the slot's last revocation"
+type Slot struct {
+	// Slot is the slot's index, from 0.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=99
+	Slot int32 `json:"slot"`
+
+	// Holder is the pod that holds this slot, if any.
+	// +optional
+	Holder *Holder `json:"holder,omitempty"`
+
+	// LastRevocation is this slot's most recent revocation.
+	// +optional
+	LastRevocation *Revocation `json:"lastRevocation,omitempty"`
 }
 
 // Condition types and reasons.
@@ -363,6 +431,7 @@ const (
 // +kubebuilder:printcolumn:name="Token",type=integer,JSONPath=`.status.fencingToken`
 // +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Holders",type=string,JSONPath=`.status.holding`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Renewed",type=date,JSONPath=`.status.holder.lastRenewTime`,priority=1,description="The last renewal recorded in status; a renewal alone writes no status, so a live holder has renewed since (the Lease's renewTime has the latest)."
 // +kubebuilder:printcolumn:name="Duration",type=integer,JSONPath=`.spec.leaseDurationSeconds`,priority=1

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strconv"
+
 // The label, annotation and gate names that pods, Leases and users rely on.
 const (
 	// LeaseLabel on a pod opts it in as a candidate for the FencedLease it names (same
@@ -30,6 +32,18 @@ const (
 	// marks the pod Released or Revoked, and nobody else may add, change or remove it. A
 	// Service that selects it sends traffic only to the holder.
 	HolderLabel = "fencing.fencedlease.io/holder"
+
+	// SlotLabel, on the holder pod of a FencedLease with slots (spec.holders above 1),
+	// is the slot it holds, in the same writes as HolderLabel: a Service per shard selects
+	// it with HolderLabel. The annotation of the same name carries it to FENCING_SLOT and
+	// the downward API file slot. A slot Lease other than slot 0's carries the label too.
+	SlotLabel = "fencing.fencedlease.io/slot"
+	// SlotAnnotation is the slot the pod holds (decimal), beside TokenAnnotation.
+	SlotAnnotation = "fencing.fencedlease.io/slot"
+
+	// SlotRemovedSuccessor is the successor a hand-off names when it was asked because
+	// lowering spec.holders removed the holder's slot: no pod follows in that slot.
+	SlotRemovedSuccessor = "(slot removed)"
 
 	// SuccessorAnnotation on the Lease names the pod a hand-off goes to. While it is set
 	// the holder is asked to release at a safe point (pod state Draining); pkg/holder
@@ -81,6 +95,10 @@ const (
 	// EnvHolderUID is the pod's UID, so a warm pod waiting for its grant tells its own
 	// grant from one of an earlier pod of the same name (a StatefulSet re-creates them).
 	EnvHolderUID = "FENCING_HOLDER_UID"
+	// EnvSlot is the slot the pod holds, from SlotAnnotation: injected into the pods of a
+	// FencedLease with spec.holders above 1 (empty until the pod is granted: a Warm
+	// standby learns its slot from pkg/holder or the agent instead).
+	EnvSlot = "FENCING_SLOT"
 
 	// VolumeName is the downward API volume with files token and state, mounted at
 	// VolumeMountPath; the files follow the annotations live.
@@ -99,3 +117,13 @@ const (
 	AgentStateFile    = AgentMountPath + "/state"
 	AgentStateAddress = "127.0.0.1:8031"
 )
+
+// SlotLeaseName is the name of the Lease of slot slot of FencedLease name: the
+// FencedLease's own name for slot 0 (so a FencedLease without slots keeps its Lease),
+// name-slot-N for slot N.
+func SlotLeaseName(name string, slot int32) string {
+	if slot == 0 {
+		return name
+	}
+	return name + "-slot-" + strconv.Itoa(int(slot))
+}

@@ -149,7 +149,7 @@ func TestMinFencingTokenRaisedMidGrantAppliesFromTheNextGrant(t *testing.T) {
 			if d.revoked() != nil || d.status.Holder == nil || d.status.Holder.Token != 1 || d.status.FencingToken != 1 {
 				t.Fatalf("floor %d: the holder must keep token 1 while it renews: %+v", floor, d.status)
 			}
-			if l := leaseShowing(fl, &d.status, leaseFor(h, c.Now()), renewal{}); parseToken(l.Annotations) != 1 {
+			if l := leaseShowing(fl, slotFrame{}, &d.status, leaseFor(h, c.Now()), renewal{}); parseToken(l.Annotations) != 1 {
 				t.Fatalf("floor %d: the Lease must keep its holder's token 1, it would show %d", floor, parseToken(l.Annotations))
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -20,11 +19,11 @@ func classify(w world, h *fencingv1.Holder) input {
 	in := input{world: w, h: h}
 	if h == nil {
 		in.state = in.record.State(w.fl.Name, "", "", 0)
-		in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.fl.Status.FencingToken)
+		in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.recorded)
 		return in
 	}
 	in.state = in.record.State(w.fl.Name, h.PodName, h.PodUID, h.Token)
-	in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.fl.Status.FencingToken)
+	in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.recorded)
 	in.started = h.FirstRenewTime != nil || in.record.GrantRenewed(w.fl.Name, h.PodName, h.PodUID, h.Token)
 	in.revokeRequested = revokeRequested(w.fl, h)
 	in.limit = startupDeadline(h, w.fl)
@@ -82,7 +81,7 @@ func judge(w world) decision {
 	// above it) and spec.minFencingToken (a restore continues above it). The latter from
 	// the next grant: a holder keeps its own token, on the Lease too, where its library
 	// reads it and would stop on any other.
-	st.FencingToken = max(st.FencingToken, in.record.Token)
+	st.FencingToken = max(st.FencingToken, in.record.Token, w.floor)
 	if st.Holder == nil {
 		st.FencingToken = max(st.FencingToken, fl.Spec.MinFencingToken)
 	}
@@ -101,7 +100,7 @@ func judge(w world) decision {
 	case delayLeft > 0 && st.Holder == nil:
 		d.requeueAfter = delayLeft // G1 waits out the lock-delay (X8)
 	default:
-		if t, ok := grantRule(w, st, waiting); ok {
+		if t, ok := grantRule(w, st, w.slot.mayGrant(waiting)); ok {
 			next = &t
 		}
 	}
@@ -228,7 +227,7 @@ func (d *decision) recordLastRenewal(w world) {
 		w.held.renewTime == nil || !w.held.seenRenewing {
 		return
 	}
-	if equality.Semantic.DeepEqual(d.status, w.fl.Status) {
+	if w.unchanged(&d.status) {
 		return
 	}
 	h.LastRenewTime = microTime(w.held.observedAt)

@@ -17,9 +17,20 @@ import (
 // transition — a grant that ends and the next that begins in one write — is one event on
 // the FencedLease (the end's reason and type, both halves in its note) and one on the new
 // holder's pod; the ended grant's pod shows state Revoked or Released, and is usually
-// deleted, so an event there would be one more write in the failover for nobody.
-func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d decision) {
+// deleted, so an event there would be one more write in the failover for nobody. In a
+// FencedLease with slots, slot names the slot ("" without slots): every note starts with
+// it, and the logs carry it.
+func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d decision, slot string) {
 	log := logf.FromContext(ctx)
+	if slot != "" {
+		log = log.WithValues("slot", slot)
+	}
+	say := func(note string) string {
+		if slot == "" {
+			return note
+		}
+		return "slot " + slot + ": " + note
+	}
 	key := client.ObjectKeyFromObject(fl)
 	next := d.granted()
 	// ended tells the end of a grant: with the next grant in its note when there is one.
@@ -27,7 +38,7 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		if next != nil {
 			note = eventnote.Transition(note, next.Token, next.PodName)
 		}
-		r.event(fl, pod, next == nil, kind, reason, action, note)
+		r.event(fl, pod, next == nil, kind, reason, action, say(note))
 	}
 	if t, rv := d.end, d.revoked(); rv != nil {
 		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
@@ -52,7 +63,7 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 	if next != nil {
 		pod := podRef(fl.Namespace, next.PodName, next.PodUID)
 		log.Info("granted", "pod", klog.KObj(pod), "token", next.Token)
-		note := eventnote.Granted(next.Token, next.PodName)
+		note := say(eventnote.Granted(next.Token, next.PodName))
 		if d.revoked() != nil || d.released() != nil {
 			r.eventOnPod(fl, pod, corev1.EventTypeNormal, "Granted", "Grant", note) // told on the FencedLease with the end
 		} else {

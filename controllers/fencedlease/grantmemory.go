@@ -115,10 +115,13 @@ type grantMemory struct {
 
 	mu      sync.Mutex
 	byLease map[types.NamespacedName]recall
+	// slotKeys are, per FencedLease with slots, the keys of its slots above 0 that
+	// byLease may hold (slotMemoryKey), so forget finds them.
+	slotKeys map[types.NamespacedName]map[types.NamespacedName]bool
 }
 
 func newGrantMemory(c clock.PassiveClock) *grantMemory {
-	return &grantMemory{clock: c, byLease: map[types.NamespacedName]recall{}}
+	return &grantMemory{clock: c, byLease: map[types.NamespacedName]recall{}, slotKeys: map[types.NamespacedName]map[types.NamespacedName]bool{}}
 }
 
 // read is a copy of what is remembered of the grants of FencedLease key.
@@ -145,6 +148,12 @@ func (m *grantMemory) write(key types.NamespacedName, next recall) {
 		return
 	}
 	m.byLease[key] = next
+	if base, ok := slotBase(key); ok {
+		if m.slotKeys[base] == nil {
+			m.slotKeys[base] = map[types.NamespacedName]bool{}
+		}
+		m.slotKeys[base][key] = true
+	}
 }
 
 // renewedOnEvent records renewTime, which a Lease event brought, as a renewal of grant
@@ -170,4 +179,8 @@ func (m *grantMemory) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.byLease, key)
+	for k := range m.slotKeys[key] {
+		delete(m.byLease, k)
+	}
+	delete(m.slotKeys, key)
 }

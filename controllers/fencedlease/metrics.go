@@ -1,6 +1,7 @@
 package fencedlease
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,8 @@ type Metrics struct {
 	token       *prometheus.GaugeVec
 	waiting     *prometheus.GaugeVec
 	notReady    *prometheus.GaugeVec
+	slots       *prometheus.GaugeVec
+	slotsHeld   *prometheus.GaugeVec
 	grantWait   prometheus.Histogram
 	lateness    prometheus.Histogram
 }
@@ -49,6 +52,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "fencedlease_not_ready",
 			Help: "1, with the reason, while the Ready condition is False; no series while it is True (held by a pod that renewed, idle, or suspended as asked).",
 		}, append(flLabels, "reason")),
+		slots: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fencedlease_slots", Help: "spec.holders of a FencedLease with slots; no series for one without.",
+		}, flLabels),
+		slotsHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fencedlease_slots_held", Help: "Slots a pod holds, of a FencedLease with slots (removed slots still draining count); no series for one without.",
+		}, flLabels),
 		grantWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "fencedlease_grant_wait_seconds",
 			Help:    "Time from a pod's creation to its grant, all FencedLeases.",
@@ -70,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.releases.WithLabelValues(string(reason))
 	}
 	if reg != nil {
-		reg.MustRegister(m.grants, m.revocations, m.releases, m.token, m.waiting, m.notReady, m.grantWait, m.lateness)
+		reg.MustRegister(m.grants, m.revocations, m.releases, m.token, m.waiting, m.notReady, m.slots, m.slotsHeld, m.grantWait, m.lateness)
 	}
 	return m
 }
@@ -100,6 +109,12 @@ func (m *Metrics) setStatus(k types.NamespacedName, st fencingv1.FencedLeaseStat
 	if c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 		m.notReady.WithLabelValues(k.Namespace, k.Name, c.Reason).Set(1)
 	}
+	// Per FencedLease, never per slot: two series however many slots it has.
+	var held, n int
+	if _, err := fmt.Sscanf(st.Holding, "%d/%d", &held, &n); err == nil {
+		m.slots.WithLabelValues(k.Namespace, k.Name).Set(float64(n))
+		m.slotsHeld.WithLabelValues(k.Namespace, k.Name).Set(float64(held))
+	}
 }
 
 // forget drops the series of a FencedLease that is gone.
@@ -108,4 +123,6 @@ func (m *Metrics) forget(k types.NamespacedName) {
 	m.token.DeletePartialMatch(labels)
 	m.waiting.DeletePartialMatch(labels)
 	m.notReady.DeletePartialMatch(labels)
+	m.slots.DeletePartialMatch(labels)
+	m.slotsHeld.DeletePartialMatch(labels)
 }

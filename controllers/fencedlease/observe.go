@@ -25,18 +25,34 @@ import (
 // cache has not shown yet: the compare-and-swap carries the version read, so the cache
 // may lag without a holder ever being revoked for a renewal that landed.
 func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, uncached bool) (world, error) {
+	return r.observeSlot(ctx, fl, slotFrame{}, uncached)
+}
+
+// observeSlot is observe for slot s of fl (for a FencedLease with slots, fl is the
+// slot's view): the slot's Lease, its memory, the pods it may see.
+func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, uncached bool) (world, error) {
 	key := client.ObjectKeyFromObject(fl)
-	w := world{fl: fl, now: r.Clock.Now(), memory: r.grants.read(key)}
+	w := world{fl: fl, now: r.Clock.Now(), memory: r.grants.read(s.memoryKey(key)), slot: s, recorded: fl.Status.FencingToken}
+	if s.sharded {
+		w.recorded = recordedToken(fl)
+	}
 	var err error
 	// A grant's Lease is read from the API server when the cache misses it: the first
 	// look at a grant is taken with the Lease as it is, as a second look with the Lease's
 	// renewTime would count as a renewal.
 	uncached = uncached || fl.Status.Holder != nil
-	if w.lease, w.leaseUnread, err = r.readLease(ctx, key, uncached); err != nil {
+	if w.lease, w.leaseUnread, err = r.readLease(ctx, s.leaseKey(fl), uncached); err != nil {
 		return w, err
 	}
-	if w.pods, err = r.pods.forLease(fl.Namespace, fl.Name); err != nil {
+	if s.pass != nil {
+		w.pods = s.visible(s.pass.pods) // every slot judges the pods the pass began with
+	} else if w.pods, err = r.pods.forLease(fl.Namespace, fl.Name); err != nil {
 		return w, err
+	}
+	if !s.sharded && fl.Status.FencingToken == 0 {
+		if w.floor, err = r.slotLeasesFloor(ctx, fl); err != nil {
+			return w, err
+		}
 	}
 	w.unfitNodes = r.unfitNodes(w.pods)
 	w.record = leaserecord.Read(w.lease)
@@ -68,7 +84,7 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, unc
 			}
 		}
 	}
-	if rec.Ahead(fl.Status.FencingToken) {
+	if rec.Ahead(w.recorded) {
 		w.grantedOnLeaseAt = w.memory.of(rec.HolderUID, rec.Token).grantedOnLeaseAt
 	}
 	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {

@@ -170,13 +170,13 @@ func (o *ownWrites) leaseNotShown(owner types.UID, shown bool) bool {
 	return true
 }
 
-// behind is true when fl, its Lease (nil: none) and its pods were read from a cache that
-// does not show yet one of this controller's own writes.
-func (o *ownWrites) behind(fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
+// behind is true when fl, its Lease (nil: none; created for leaseOwner) and its pods were
+// read from a cache that does not show yet one of this controller's own writes.
+func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner types.UID, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
 	if o.landed(fl.UID, fl.ResourceVersion) {
 		return true
 	}
-	if o.leaseNotShown(fl.UID, lease != nil) {
+	if o.leaseNotShown(leaseOwner, lease != nil) {
 		return true
 	}
 	if lease != nil && o.landed(lease.UID, lease.ResourceVersion) {

@@ -42,9 +42,10 @@ func planFor(w world, d decision) plan {
 	p.add(promoteHolder, "G3")
 	p.add(deleteRevoked, "X6")
 	switch deleting := w.fl.DeletionTimestamp != nil; {
-	case deleting && d.status.Holder != nil:
+	case deleting && (d.status.Holder != nil || w.slot.othersHeld):
 		// A holder still stands, or a grant only the Lease recorded was adopted just now:
-		// its pod may be at work, so it is revoked (D1) before the FencedLease goes.
+		// its pod may be at work, so it is revoked (D1) before the FencedLease goes. So
+		// is every other slot's.
 		p.requeueAfter = conflictRetry
 	case deleting:
 		// No holder remains, and the Lease keeps the high-water token: let it go.

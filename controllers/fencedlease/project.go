@@ -3,6 +3,7 @@ package fencedlease
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,14 +20,16 @@ import (
 // syncLease makes the Lease show the status: the holder (G2) or no holder, and
 // always the high-water token, so the Lease outlives the FencedLease as its tombstone.
 // Writes carry the resourceVersion that was read.
-func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, last renewal) error {
+func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, lease *coordinationv1.Lease, last renewal) error {
+	key := s.leaseKey(fl)
 	if lease == nil {
-		if fl.Status.Holder == nil && fl.Status.FencingToken == 0 {
+		// A slot's Lease is made by its first grant: an unused slot needs no tombstone.
+		if fl.Status.Holder == nil && (fl.Status.FencingToken == 0 || s.sharded) {
 			return nil
 		}
-		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: fl.Namespace, Name: fl.Name}}
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	}
-	want := leaseShowing(fl, &fl.Status, lease, last)
+	want := leaseShowing(fl, s, &fl.Status, lease, last)
 	if lease.ResourceVersion == "" {
 		err := r.Create(ctx, want)
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -34,10 +37,10 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 		}
 		if apierrors.IsAlreadyExists(err) {
 			// One the cache does not show: read it from the API server from now on.
-			r.uncached.found(client.ObjectKeyFromObject(fl), true)
+			r.uncached.found(key, true)
 		}
 		if err == nil {
-			r.ownWrites.createdLease(fl.UID, want)
+			r.ownWrites.createdLease(s.leaseOwner(fl), want)
 		}
 		return err
 	}
@@ -50,10 +53,22 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, l
 }
 
 // leaseShowing is lease as it shows status st of fl: the holder (G2) or no holder, and
-// always the high-water token.
-func leaseShowing(fl *fencingv1.FencedLease, st *fencingv1.FencedLeaseStatus, lease *coordinationv1.Lease, last renewal) *coordinationv1.Lease {
+// always the high-water token — of slot s, for a FencedLease with slots: its holder's,
+// or the last it carried (the counter's high-water is in the status and on the Lease of
+// the slot that granted it).
+func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLeaseStatus, lease *coordinationv1.Lease, last renewal) *coordinationv1.Lease {
 	want := lease.DeepCopy()
-	tokenChanges := leaserecord.Own(want, fl.Name, st.FencingToken)
+	token := st.FencingToken
+	if s.sharded {
+		token = leaserecord.Read(lease).Token
+		if st.Holder != nil {
+			token = st.Holder.Token
+		}
+	}
+	tokenChanges := leaserecord.Own(want, fl.Name, token)
+	if s.index > 0 {
+		want.Labels[fencingv1.SlotLabel] = strconv.Itoa(int(s.index))
+	}
 	switch h := st.Holder; {
 	case h != nil && waitingOutCutOff(leaserecord.Read(lease), fl, h):
 		// Cut off (hand-off grace period over, or revoke requested): the Lease stays
@@ -96,7 +111,7 @@ func (r *Reconciler) demotePods(ctx context.Context, fl *fencingv1.FencedLease, 
 // promoteHolder gives the holder's pod, when it is among pods and not terminating, its
 // token, state Holding (or Draining), the holder label, and lifts the scheduling gate so
 // it can start (G3), in one write.
-func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
+func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, pods []corev1.Pod) error {
 	h := fl.Status.Holder
 	for i := range pods {
 		if p := &pods[i]; holds(fl, p) && p.DeletionTimestamp == nil {
@@ -104,6 +119,12 @@ func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLeas
 				setAnnotation(p, fencingv1.TokenAnnotation, formatToken(h.Token))
 				setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(h)))
 				setLabel(p, fencingv1.HolderLabel, "true")
+				if s.sharded {
+					setAnnotation(p, fencingv1.SlotAnnotation, strconv.Itoa(int(s.index)))
+					setLabel(p, fencingv1.SlotLabel, strconv.Itoa(int(s.index)))
+				} else {
+					delete(p.Labels, fencingv1.SlotLabel) // a FencedLease that had slots
+				}
 				p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
 			})
 		}
@@ -140,10 +161,13 @@ func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *c
 	} else if next == fencingv1.PodHolding || next == fencingv1.PodDraining {
 		next = fencingv1.PodReleased
 	}
-	if _, labeled := p.Labels[fencingv1.HolderLabel]; next != grantorder.PodState(p) || labeled {
+	_, labeled := p.Labels[fencingv1.HolderLabel]
+	_, slotLabeled := p.Labels[fencingv1.SlotLabel]
+	if next != grantorder.PodState(p) || labeled || slotLabeled {
 		return r.patchPod(ctx, p, func(p *corev1.Pod) {
 			setAnnotation(p, fencingv1.StateAnnotation, string(next))
 			delete(p.Labels, fencingv1.HolderLabel)
+			delete(p.Labels, fencingv1.SlotLabel)
 		})
 	}
 	return nil

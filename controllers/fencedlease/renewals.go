@@ -51,7 +51,7 @@ func (o observeRenewals) recorded(oldObj, newObj any) bool {
 	if !ok || name == "" || rec.Holder == "" || !rec.Renewed() {
 		return false
 	}
-	key := types.NamespacedName{Namespace: after.Namespace, Name: name}
+	key := slotMemoryKey(types.NamespacedName{Namespace: after.Namespace, Name: name}, leaseSlot(after))
 	return o.grants.renewedOnEvent(key, rec.HolderUID, rec.Token, rec.RenewTime)
 }
 

@@ -45,6 +45,7 @@ var holderRules = chain{
 	{"revoke requested", revokeRequestedRule},
 	{"hand-off withdrawn", handoffWithdrawnRule},
 	{"hand-off timeout", handoffTimeoutRule},
+	{"slot removed", slotRemovedRule},
 	{"ask to hand off", askHandoffRule},
 	{"keep", keepRule},
 }
@@ -235,10 +236,29 @@ func handoffTimeoutRule(in *input) (transition, bool) {
 // is withdrawn, and the holder keeps its grant (H5) instead of being cut off for a
 // successor that will never come. A newer one, if one waits, is asked for anew.
 func handoffWithdrawnRule(in *input) (transition, bool) {
-	if in.h.Handoff == nil || in.graceLeft <= 0 || successorWaits(in.pods, in.h.Handoff.SuccessorUID) {
+	if in.h.Handoff == nil || in.graceLeft <= 0 {
 		return transition{}, false
 	}
+	if removed := in.h.Handoff.SuccessorUID == ""; removed && in.slot.retired || !removed && successorWaits(in.pods, in.h.Handoff.SuccessorUID) {
+		return transition{}, false // its slot was removed and still is, or its successor waits
+	}
 	return transition{kind: withdrawHandoff, requeueAfter: in.left}, true
+}
+
+// slotRemovedRule: lowering spec.holders removed the holder's slot: ask it to hand off
+// (H1) with no successor — none follows in this slot — so it releases at a safe point
+// within the grace period, or is cut off when that ends (H3). Raising spec.holders again
+// before then withdraws the request (H5).
+func slotRemovedRule(in *input) (transition, bool) {
+	if !in.slot.retired || in.h.Handoff != nil {
+		return transition{}, false
+	}
+	grace := time.Duration(specHandoffSeconds(in.fl)) * time.Second
+	return transition{kind: askHandoff, requeueAfter: min(in.left, grace), successor: &fencingv1.Handoff{
+		SuccessorName:      fencingv1.SlotRemovedSuccessor,
+		RequestTime:        *microTime(in.now),
+		GracePeriodSeconds: specHandoffSeconds(in.fl),
+	}}, true
 }
 
 // askHandoffRule: a Cold pod of a newer revision of the holder's own workload waits: ask

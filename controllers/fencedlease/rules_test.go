@@ -41,7 +41,8 @@ func ruleInput(c *clocktesting.FakeClock, mod func(*input)) *input {
 		mod(in) // changes the world; classify below derives the rest
 		w, h = in.world, in.h
 	}
-	w.record = leaserecord.Read(w.lease) // as observe decodes it
+	w.record = leaserecord.Read(w.lease)  // as observe decodes it
+	w.recorded = w.fl.Status.FencingToken // as observe takes it, without slots
 	in := classify(w, h)
 	return &in
 }

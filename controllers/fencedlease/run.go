@@ -29,24 +29,28 @@ func (r *Reconciler) run(ctx context.Context, w world, d decision) (landed, erro
 		var err error
 		switch s.kind {
 		case cutLease:
-			if lease, err = r.revokeOnLease(ctx, fl, d, lease); err != nil {
+			if lease, err = r.revokeOnLease(ctx, fl, w.slot, d, lease); err != nil {
 				err = fmt.Errorf("revoking on the Lease: %w", err)
 			}
 			done.leaseCut = err == nil
 		case tellCutOff:
 			r.tellCutOff(fl, w.fl.Status.Holder, d)
 		case writeStatus:
-			err = r.writeStatus(ctx, fl, !equality.Semantic.DeepEqual(w.fl.Status, d.status), d)
+			if w.slot.sharded {
+				err = r.writeSlotStatus(ctx, fl, w.slot, d)
+			} else {
+				err = r.writeStatus(ctx, fl, !equality.Semantic.DeepEqual(w.fl.Status, d.status), d)
+			}
 			done.status = err == nil
 		case writeLease:
-			if err = r.syncLease(ctx, fl, lease, w.held.renewal); err != nil {
+			if err = r.syncLease(ctx, fl, w.slot, lease, w.held.renewal); err != nil {
 				err = fmt.Errorf("writing Lease: %w", err)
 			}
 			done.lease = err == nil
 		case demotePods:
 			err = r.demotePods(ctx, fl, pods)
 		case promoteHolder:
-			err = r.promoteHolder(ctx, fl, pods)
+			err = r.promoteHolder(ctx, fl, w.slot, pods)
 		case deleteRevoked:
 			err = r.deleteRevokedPods(ctx, fl, pods)
 		case releaseFinalizer:
@@ -67,13 +71,13 @@ func (r *Reconciler) run(ctx context.Context, w world, d decision) (landed, erro
 // the same write names it (X3 with G2: the hand-over): its token is the status's next,
 // and the Lease is its first record — a status write that fails after it is finished by
 // the next reconcile, which adopts the grant off the Lease (adoptRule).
-func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLease, d decision, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, d decision, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	if !d.leaseShowsHolder {
 		return lease, nil // the grant never reached the Lease: nobody could renew it
 	}
 	next := lease.DeepCopy()
 	if d.grant != nil {
-		next = leaseShowing(fl, &d.status, lease, renewal{})
+		next = leaseShowing(fl, s, &d.status, lease, renewal{})
 	} else {
 		var reason fencingv1.RevocationReason
 		switch t := d.end; {
@@ -108,7 +112,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease,
 	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
-	r.record(ctx, fl, d)
+	r.record(ctx, fl, d, "")
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
@@ -49,6 +50,22 @@ type world struct {
 	// now is the controller's clock, read before the Lease; it carries a monotonic
 	// reading in production.
 	now time.Time
+	// slot is the slot this pass judges (slots.go); zero for a FencedLease without slots.
+	slot slotFrame
+	// recorded is the highest token the status records for the grants of this Lease: a
+	// Lease naming a grant above it carries one the status does not record yet.
+	recorded int64
+	// floor is the highest token the Leases of the FencedLease's other slots carry, read
+	// while its status has issued none (re-created, maybe with fewer slots than before).
+	floor int64
+}
+
+// unchanged is true when writing status st would change nothing.
+func (w world) unchanged(st *fencingv1.FencedLeaseStatus) bool {
+	if w.slot.sharded {
+		return sameSlotStatus(w.slot.pass.fl, w.slot.index, st, w.slot.pass.pods)
+	}
+	return equality.Semantic.DeepEqual(*st, w.fl.Status)
 }
 
 // input is the world classified once for the rules: the Lease read through the one

@@ -27,12 +27,12 @@ func Probe(ctx context.Context, cfg holder.Config, stateFile string) error {
 		}
 		return nil
 	}
-	l, err := cfg.Leases.Leases(cfg.Namespace).Get(ctx, cfg.LeaseName, metav1.GetOptions{})
+	l, err := cfg.Leases.Leases(cfg.Namespace).Get(ctx, cfg.Lease(), metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	if !leaserecord.Read(l).Started(cfg.Identity, cfg.Token) {
-		return fmt.Errorf("lease %s/%s does not show token %d of %s renewed yet", cfg.Namespace, cfg.LeaseName, cfg.Token, cfg.Identity)
+		return fmt.Errorf("lease %s/%s does not show token %d of %s renewed yet", cfg.Namespace, cfg.Lease(), cfg.Token, cfg.Identity)
 	}
 	return nil
 }

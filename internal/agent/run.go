@@ -45,6 +45,9 @@ func Run(ctx context.Context, cfg holder.Config, opts Options, log logr.Logger) 
 		c = clock.RealClock{}
 	}
 	board := newStateBoard(opts.StateFile, cfg.Token, c, log)
+	if cfg.Sharded && cfg.Token != 0 {
+		board.setSlot(cfg.Slot)
+	}
 	if opts.Listen != "" {
 		// A port the workload took must not cost the grant: the file still works.
 		if err := serveState(ctx, opts.Listen, board, log); err != nil {
@@ -55,11 +58,14 @@ func Run(ctx context.Context, cfg holder.Config, opts Options, log logr.Logger) 
 		// A Warm standby: publish Waiting, and wait on a watch of the Lease until it names
 		// this pod; from then on the agent holds the grant as in a Cold pod.
 		log.Info("waiting for the grant", "lease", cfg.LeaseName)
-		token, err := holder.WaitForGrant(ctx, cfg)
+		token, slot, err := holder.WaitForSlotGrant(ctx, cfg)
 		if err != nil {
 			return nil // the pod is stopping
 		}
-		cfg.Token = token
+		cfg.Token, cfg.Slot = token, slot
+		if cfg.Sharded {
+			board.setSlot(slot)
+		}
 		board.set(StateStarting, token, nil, "")
 	}
 	cfg.Callbacks.OnRenewed = func(deadline time.Time) { board.renewed(cfg.Token, deadline) }

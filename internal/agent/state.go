@@ -29,6 +29,8 @@ const (
 type State struct {
 	State string `json:"state"`
 	Token int64  `json:"token"`
+	// Slot is the slot granted, in a FencedLease with slots (absent otherwise).
+	Slot *int32 `json:"slot,omitempty"`
 	// Deadline, while Holding or Draining, is when the agent gives up unless a renewal is
 	// confirmed, on this node's clock: start no work that cannot finish before it.
 	Deadline *time.Time `json:"deadline,omitempty"`
@@ -42,6 +44,7 @@ type State struct {
 type stateBoard struct {
 	mu    sync.Mutex
 	cur   State
+	slot  *int32 // the slot granted, once known, in a FencedLease with slots
 	path  string // "" writes no file
 	clock clock.PassiveClock
 	log   logr.Logger
@@ -67,7 +70,7 @@ func newStateBoard(path string, token int64, c clock.PassiveClock, log logr.Logg
 func (b *stateBoard) set(state string, token int64, deadline *time.Time, reason string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.cur = State{State: state, Token: token, Deadline: deadline, Reason: reason, Updated: b.clock.Now()}
+	b.cur = State{State: state, Token: token, Slot: b.slot, Deadline: deadline, Reason: reason, Updated: b.clock.Now()}
 	if b.path == "" {
 		return
 	}
@@ -80,6 +83,13 @@ func (b *stateBoard) set(state string, token int64, deadline *time.Time, reason 
 	if err := os.Rename(tmp, b.path); err != nil {
 		b.log.Error(err, "writing the state file", "path", b.path)
 	}
+}
+
+// setSlot records the slot granted; the next state published carries it.
+func (b *stateBoard) setSlot(slot int32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.slot = &slot
 }
 
 // renewed moves the deadline, keeping Draining once asked.

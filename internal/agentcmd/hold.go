@@ -60,10 +60,20 @@ func Hold(args []string) (int, error) {
 	ctx := signalContext()
 	cfg := holder.Config{Leases: leases, Namespace: *namespace, LeaseName: *lease, Identity: *identity, StopGrace: *grace,
 		UID: types.UID(*uid)}
+	// A FencedLease with slots injects FENCING_SLOT: empty until granted.
+	slot, sharded := os.LookupEnv(fencingv1.EnvSlot)
+	cfg.Sharded = sharded
 	if raw := os.Getenv(fencingv1.EnvToken); raw != "" {
-		// A Cold candidate: started once granted, with its token.
+		// A Cold candidate: started once granted, with its token (and slot).
 		if cfg.Token, err = strconv.ParseInt(raw, 10, 64); err != nil || cfg.Token < 1 {
 			return 1, fmt.Errorf("%s=%q is not a granted token", fencingv1.EnvToken, raw)
+		}
+		if sharded {
+			s, err := strconv.ParseInt(slot, 10, 32)
+			if err != nil || s < 0 {
+				return 1, fmt.Errorf("%s=%q is not a granted slot", fencingv1.EnvSlot, slot)
+			}
+			cfg.Slot = int32(s)
 		}
 	} else {
 		// A Warm standby, or outside a labeled pod: Exec waits for the grant on a watch.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Header carries the fencing token on a request.
@@ -18,7 +19,9 @@ const Header = "Fencing-Token"
 // and the handler's effect are one step. It answers 400 for a missing or malformed token,
 // 409 for a stale one and 503 when the request gave up waiting for its turn, as JSON.
 // The handler finds the token with TokenFrom (to pass it on, e.g. to SQL.Accept inside
-// its own transaction when the state lives in a database).
+// its own transaction when the state lives in a database). A request with a
+// Fencing-Slot header (a holder of a FencedLease with slots) is fenced per slot: under
+// ForSlot(resource, slot); a malformed one gets 400.
 func Middleware(store Store, resource func(*http.Request) string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw := r.Header.Get(Header)
@@ -27,7 +30,16 @@ func Middleware(store Store, resource func(*http.Request) string, next http.Hand
 			reply(w, http.StatusBadRequest, fmt.Sprintf("header %s must carry the fencing token (a positive integer), got %q", Header, raw), nil)
 			return
 		}
-		err = store.Do(r.Context(), resource(r), token, func(ctx context.Context) error {
+		res := resource(r)
+		if raw, ok := r.Header[SlotHeader]; ok {
+			slot, err := strconv.ParseInt(raw[0], 10, 32)
+			if err != nil || slot < 0 || len(raw) > 1 {
+				reply(w, http.StatusBadRequest, fmt.Sprintf("header %s must carry the slot the token was granted in (a whole number from 0), got %q", SlotHeader, strings.Join(raw, ", ")), nil)
+				return
+			}
+			res = ForSlot(res, int32(slot))
+		}
+		err = store.Do(r.Context(), res, token, func(ctx context.Context) error {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, tokenKey{}, token)))
 			return nil
 		})

@@ -67,3 +67,49 @@ func TestMiddleware(t *testing.T) {
 		t.Fatalf("handler ran for tokens %v", served)
 	}
 }
+
+// A holder of a FencedLease with slots sends its slot: each slot's writes are fenced
+// apart, so slot 0's holder (token 1) still writes after slot 1's (token 2) did, and
+// only an older holder of the same slot is refused.
+func TestMiddlewareFencesEachSlotApart(t *testing.T) {
+	store := &fence.MemoryStore{}
+	h := fence.Middleware(store, func(*http.Request) string { return "invoices" },
+		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	base := listen(t, h)
+	post := func(slot, token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/", nil)
+		req.Header.Set(fence.Header, token)
+		if slot != "-" {
+			req.Header.Set(fence.SlotHeader, slot)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body := map[string]any{}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, fmt.Sprint(body["error"])
+	}
+	for _, step := range []struct {
+		slot, token string
+		code        int
+		message     string
+	}{
+		{"1", "2", http.StatusNoContent, ""},
+		{"0", "1", http.StatusNoContent, ""},
+		{"0", "3", http.StatusNoContent, ""},
+		{"0", "1", http.StatusConflict, `stale fencing token for "invoices/slot-0": offered 1, but 3 was already accepted`},
+		{"1", "2", http.StatusNoContent, ""},
+		{"-", "1", http.StatusNoContent, ""}, // without the header: the resource alone
+		{"-", "2", http.StatusNoContent, ""},
+		{"-", "1", http.StatusConflict, `stale fencing token for "invoices"`},
+		{"one", "5", http.StatusBadRequest, `header Fencing-Slot must carry the slot the token was granted in (a whole number from 0), got "one"`},
+		{"-1", "5", http.StatusBadRequest, `got "-1"`},
+	} {
+		code, msg := post(step.slot, step.token)
+		if code != step.code || !strings.Contains(msg, step.message) {
+			t.Fatalf("slot %s token %s: %d %q, want %d %q", step.slot, step.token, code, msg, step.code, step.message)
+		}
+	}
+}

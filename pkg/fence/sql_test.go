@@ -154,6 +154,18 @@ func semantics(t *testing.T, db *sql.DB, d fence.Dialect) {
 			t.Fatalf("%s token %d: %v", step.resource, step.token, err)
 		}
 	}
+	// Fenced per slot (the shards of a FencedLease with slots): slot 0's holder (token 4)
+	// still writes after slot 1's (token 5) did; only an older holder of its slot is refused.
+	for _, step := range []struct {
+		slot  int32
+		token int64
+		stale bool
+	}{{1, 5, false}, {0, 4, false}, {0, 6, false}, {0, 4, true}, {1, 5, false}} {
+		err := accept(fence.ForSlot("invoices/tenant-9", step.slot), step.token)
+		if stale := errors.Is(err, fence.ErrStaleToken); stale != step.stale || err != nil && !stale {
+			t.Fatalf("slot %d token %d: %v (stale wanted: %v)", step.slot, step.token, err, step.stale)
+		}
+	}
 	tx, _ := db.BeginTx(ctx, nil)
 	defer tx.Rollback()
 	if err := f.Accept(ctx, tx, "x", 0); err == nil {

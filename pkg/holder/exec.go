@@ -65,6 +65,9 @@ func Exec(ctx context.Context, cfg Config, cmd *exec.Cmd) (ExecResult, error) {
 		fencingv1.EnvLeaseName+"="+cfg.LeaseName,
 		fencingv1.EnvLeaseNamespace+"="+cfg.Namespace,
 		fencingv1.EnvHolderIdentity+"="+cfg.Identity)
+	if cfg.Sharded {
+		cmd.Env = append(cmd.Env, fencingv1.EnvSlot+"="+strconv.Itoa(int(h.Slot())))
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

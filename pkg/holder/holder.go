@@ -34,8 +34,8 @@ var (
 type Config struct {
 	// Leases reaches the API server: ClientGo(clientset.CoordinationV1()).
 	Leases LeaseClients
-	// Namespace, LeaseName, Identity (the pod name) and Token name the grant; FromEnv
-	// reads them from the variables the operator injects.
+	// Namespace, LeaseName (the FencedLease's name), Identity (the pod name) and Token
+	// name the grant; FromEnv reads them from the variables the operator injects.
 	Namespace string
 	LeaseName string
 	Identity  string
@@ -43,6 +43,11 @@ type Config struct {
 	// UID is the pod's UID (FENCING_HOLDER_UID), optional: with it StartWhenGranted takes
 	// only a grant of this very pod, never one of an earlier pod of the same name.
 	UID types.UID
+	// Sharded says the FencedLease has slots (spec.holders above 1; FENCING_SLOT is in
+	// the environment): each slot has its own Lease, and StartWhenGranted waits on all of
+	// them. Slot is the slot granted (FENCING_SLOT), set by StartWhenGranted.
+	Sharded bool
+	Slot    int32
 	// RenewInterval is how often to renew; default a third of the lease duration. Each
 	// renewal comes up to 10 % early, at random, so holders granted together spread out.
 	RenewInterval time.Duration
@@ -101,7 +106,24 @@ func (c Config) FromEnv() (Config, error) {
 			fencingv1.EnvToken, raw)
 	}
 	c.Token = t
+	if c.Sharded {
+		raw := os.Getenv(fencingv1.EnvSlot)
+		s, err := strconv.ParseInt(raw, 10, 32)
+		if err != nil || s < 0 {
+			return c, fmt.Errorf("%s=%q is not a granted slot", fencingv1.EnvSlot, raw)
+		}
+		c.Slot = int32(s)
+	}
 	return c, nil
+}
+
+// Lease is the name of the grant's Lease: the FencedLease's own, or its slot's
+// (fencingv1.SlotLeaseName).
+func (c Config) Lease() string {
+	if !c.Sharded {
+		return c.LeaseName
+	}
+	return fencingv1.SlotLeaseName(c.LeaseName, c.Slot)
 }
 
 // NamesFromEnv fills what names the grant but the token — FENCING_LEASE_NAMESPACE,
@@ -112,6 +134,7 @@ func (c Config) NamesFromEnv() (Config, error) {
 	c.LeaseName = os.Getenv(fencingv1.EnvLeaseName)
 	c.Identity = os.Getenv(fencingv1.EnvHolderIdentity)
 	c.UID = types.UID(os.Getenv(fencingv1.EnvHolderUID))
+	_, c.Sharded = os.LookupEnv(fencingv1.EnvSlot)
 	for _, name := range []string{fencingv1.EnvLeaseNamespace, fencingv1.EnvLeaseName, fencingv1.EnvHolderIdentity} {
 		if os.Getenv(name) == "" {
 			return c, fmt.Errorf("%s is not set: is this pod opted in?", name)
@@ -151,10 +174,10 @@ func Start(ctx context.Context, cfg Config) (*Holder, error) {
 		cfg.StartTimeout = defaultStartTimeout
 	}
 	read, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
-	lease, err := cfg.Leases.Leases(cfg.Namespace).Get(read, cfg.LeaseName, metav1.GetOptions{})
+	lease, err := cfg.Leases.Leases(cfg.Namespace).Get(read, cfg.Lease(), metav1.GetOptions{})
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("reading Lease %s/%s: %w", cfg.Namespace, cfg.LeaseName, err)
+		return nil, fmt.Errorf("reading Lease %s/%s: %w", cfg.Namespace, cfg.Lease(), err)
 	}
 	return start(ctx, cfg, lease)
 }
@@ -184,7 +207,7 @@ const defaultStartTimeout = 10 * time.Second
 
 func (c *Config) defaults(lease *coordinationv1.Lease) error {
 	if lease.Spec.LeaseDurationSeconds == nil || *lease.Spec.LeaseDurationSeconds < 1 {
-		return fmt.Errorf("the Lease %s/%s has no leaseDurationSeconds: not written by the operator", c.Namespace, c.LeaseName)
+		return fmt.Errorf("the Lease %s/%s has no leaseDurationSeconds: not written by the operator", c.Namespace, c.Lease())
 	}
 	d := time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
 	if c.RenewInterval == 0 {
@@ -218,6 +241,10 @@ func (h *Holder) Err() error { return context.Cause(h.ctx) }
 // withdrawn.
 func (h *Holder) Draining() <-chan struct{} { return h.draining }
 
+// Slot is the slot of the grant, in a FencedLease with slots (0 otherwise): a resource
+// fenced per shard keys its highest token by it.
+func (h *Holder) Slot() int32 { return h.cfg.Slot }
+
 // Token is the fencing token to pass with every protected write.
 func (h *Holder) Token() int64 { return h.cfg.Token }
 
@@ -246,7 +273,7 @@ func (h *Holder) Release(ctx context.Context) error {
 	<-h.done
 	leases := h.cfg.Leases.Leases(h.cfg.Namespace)
 	for attempt := 0; ; attempt++ {
-		lease, err := leases.Get(ctx, h.cfg.LeaseName, metav1.GetOptions{})
+		lease, err := leases.Get(ctx, h.cfg.Lease(), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -357,7 +384,7 @@ func (h *Holder) renew(ctx context.Context) (time.Time, error) {
 	leases := h.cfg.Leases.Leases(h.cfg.Namespace)
 	for attempt := 0; ; attempt++ {
 		if h.lease == nil {
-			lease, err := leases.Get(ctx, h.cfg.LeaseName, metav1.GetOptions{})
+			lease, err := leases.Get(ctx, h.cfg.Lease(), metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return time.Time{}, ErrRevoked
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -38,6 +40,7 @@ func StartWhenGranted(ctx context.Context, cfg Config) (*Holder, error) {
 			return nil, err
 		}
 		cfg.Token = leaserecord.Read(lease).Token
+		cfg.Slot = slotOf(lease)
 		// The first renewal builds on the Lease the watch delivered: no read between the
 		// grant and the work.
 		h, err := start(ctx, cfg, lease)
@@ -57,6 +60,16 @@ func WaitForGrant(ctx context.Context, cfg Config) (int64, error) {
 		return 0, err
 	}
 	return leaserecord.Read(lease).Token, nil
+}
+
+// WaitForSlotGrant is WaitForGrant that also says which slot the grant is in (0 in a
+// FencedLease without slots).
+func WaitForSlotGrant(ctx context.Context, cfg Config) (token int64, slot int32, _ error) {
+	lease, err := waitForGrant(ctx, cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	return leaserecord.Read(lease).Token, slotOf(lease), nil
 }
 
 // waitForGrant returns the first Lease seen that grants cfg's pod.
@@ -103,6 +116,11 @@ const (
 // grantedIn reads the Lease: the Lease when it grants cfg's pod (nil: not yet), and the
 // resourceVersion to watch from. A missing Lease is watched from the start.
 func grantedIn(ctx context.Context, leases LeaseClient, cfg Config) (*coordinationv1.Lease, string, error) {
+	if cfg.Sharded {
+		// Any slot's Lease may grant this pod: the watch from no version starts with
+		// every one there is.
+		return nil, "", nil
+	}
 	l, err := leases.Get(ctx, cfg.LeaseName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, "", nil
@@ -131,11 +149,15 @@ func watchForGrant(ctx context.Context, leases LeaseClient, cfg Config, rv strin
 	// Like a reflector's: the API server ends the watch after 5 to 10 minutes, spread so
 	// that many waiters do not come back at once.
 	timeout := int64((5*time.Minute + rand.N(5*time.Minute)) / time.Second)
-	w, err := leases.Watch(ctx, metav1.ListOptions{
+	opts := metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", cfg.LeaseName).String(),
 		ResourceVersion: rv,
 		TimeoutSeconds:  ptr.To(timeout),
-	})
+	}
+	if cfg.Sharded {
+		opts.FieldSelector, opts.LabelSelector = "", fencingv1.LeaseLabel+"="+cfg.LeaseName
+	}
+	w, err := leases.Watch(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("watching Lease %s/%s: %w", cfg.Namespace, cfg.LeaseName, err)
 	}
@@ -158,4 +180,14 @@ func watchForGrant(ctx context.Context, leases LeaseClient, cfg Config, rv strin
 			}
 		}
 	}
+}
+
+// slotOf is the slot whose Lease l is: its slot label, 0 without one (slot 0's Lease has
+// the FencedLease's name and no slot label).
+func slotOf(l *coordinationv1.Lease) int32 {
+	s, err := strconv.ParseInt(l.Labels[fencingv1.SlotLabel], 10, 32)
+	if err != nil || s < 0 {
+		return 0
+	}
+	return int32(s)
 }

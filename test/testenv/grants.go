@@ -21,10 +21,13 @@ import (
 )
 
 // GrantWatcher is the oracle every spec that grants runs: it follows a namespace's pods
-// as they change and records a violation whenever two pods are marked Holding at once,
-// or a pod becomes Holding with a token not above every token before it, or two pods
-// carry the holder label at once, or a pod carries it without being marked Holding. A
-// pod Draining (asked to hand off) still holds its grant and counts as Holding.
+// as they change and records a violation whenever two pods are marked Holding at once in
+// one slot of one FencedLease (a FencedLease without slots has one), or more pods of a
+// FencedLease than its spec.holders ever allowed, or a pod becomes Holding with a token
+// not above every token its slot had before, or a token of a FencedLease is held by two
+// pods, or two pods carry the holder label at once in one slot, or a pod carries it
+// without being marked Holding (or the slot label of another slot). A pod Draining
+// (asked to hand off) still holds its grant and counts as Holding.
 //
 // It cannot go blind: a watch that ends (an API-server restart, a timeout) is resumed
 // from the last resourceVersion seen within 50 ms, as the chaos recorder does; one too
@@ -38,9 +41,12 @@ type GrantWatcher struct {
 	done   chan struct{}
 
 	mu         sync.Mutex
-	holding    map[string]int64 // pod name → token
-	labeled    map[string]bool  // pods with the holder label
+	holding    map[string]grantSeen // pod name → its grant
+	labeled    map[string]grantKey  // pods with the holder label → their slot
 	tokens     []int64
+	lastToken  map[grantKey]int64  // per slot, the last token that became Holding
+	tokenPod   map[tokenKey]string // per FencedLease and token, the pod that held it
+	maxHolders map[string]int32    // per FencedLease, the largest spec.holders seen
 	violations []string
 	watching   bool // a watch is open now
 	resumes    int  // watches re-established after one ended
@@ -53,7 +59,8 @@ type GrantWatcher struct {
 
 // WatchGrants starts watching the pods of ns.
 func WatchGrants(ctx context.Context, c client.WithWatch, ns string) (*GrantWatcher, error) {
-	gw := &GrantWatcher{c: c, ns: ns, done: make(chan struct{}), holding: map[string]int64{}, labeled: map[string]bool{}}
+	gw := &GrantWatcher{c: c, ns: ns, done: make(chan struct{}), holding: map[string]grantSeen{}, labeled: map[string]grantKey{},
+		lastToken: map[grantKey]int64{}, tokenPod: map[tokenKey]string{}, maxHolders: map[string]int32{}}
 	gw.ctx, gw.cancel = context.WithCancel(ctx)
 	w, err := c.Watch(gw.ctx, &corev1.PodList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{AllowWatchBookmarks: true}})
 	if err != nil {
@@ -154,11 +161,35 @@ func (gw *GrantWatcher) relisted(pods []corev1.Pod) {
 	}
 }
 
+// grantKey is one slot of one FencedLease: the lease label and the slot annotation (""
+// without slots, as slot 0).
+type grantKey struct{ lease, slot string }
+
+// tokenKey is one token of one FencedLease.
+type tokenKey struct {
+	lease string
+	token int64
+}
+
+// grantSeen is a Holding pod's grant.
+type grantSeen struct {
+	key   grantKey
+	token int64
+}
+
+func keyOf(p *corev1.Pod) grantKey {
+	slot := p.Annotations[fencingv1.SlotAnnotation]
+	if slot == "0" {
+		slot = ""
+	}
+	return grantKey{lease: p.Labels[fencingv1.LeaseLabel], slot: slot}
+}
+
 // judge records what pod p's new state means for the grant.
 func (gw *GrantWatcher) judge(p *corev1.Pod, deleted bool) {
 	gw.mu.Lock()
 	defer gw.mu.Unlock()
-	_, was := gw.holding[p.Name]
+	prev, was := gw.holding[p.Name]
 	gw.judgeLabel(p, deleted)
 	if deleted || !holds(p) {
 		delete(gw.holding, p.Name)
@@ -169,20 +200,72 @@ func (gw *GrantWatcher) judge(p *corev1.Pod, deleted bool) {
 		gw.violations = append(gw.violations, fmt.Sprintf("pod %s is Holding with token %q", p.Name, p.Annotations[fencingv1.TokenAnnotation]))
 		return
 	}
-	gw.holding[p.Name] = token
-	if len(gw.holding) > 1 {
-		gw.violations = append(gw.violations, fmt.Sprintf("two pods marked Holding at once: %v", gw.holding))
+	g := grantSeen{key: keyOf(p), token: token}
+	if was && g.key.lease == "" {
+		g.key.lease = prev.key.lease // a holder that lost its label still holds where it did
 	}
-	if !was {
-		if n := len(gw.tokens); n > 0 && token <= gw.tokens[n-1] {
-			gw.violations = append(gw.violations, fmt.Sprintf("pod %s became Holding with token %d after token %d", p.Name, token, gw.tokens[n-1]))
+	if was && prev != g {
+		gw.violations = append(gw.violations, fmt.Sprintf("pod %s moved from %v to %v while Holding", p.Name, prev, g))
+	}
+	gw.holding[p.Name] = g
+	inSlot, inLease := map[string]int64{}, 0
+	for name, other := range gw.holding {
+		if other.key == g.key {
+			inSlot[name] = other.token
 		}
-		gw.tokens = append(gw.tokens, token)
+		if other.key.lease == g.key.lease {
+			inLease++
+		}
 	}
+	if len(inSlot) > 1 {
+		gw.violations = append(gw.violations, fmt.Sprintf("two pods marked Holding at once in %s: %v", describe(g.key), inSlot))
+	}
+	if was {
+		return
+	}
+	if n := int32(inLease); n > gw.holdersOf(g.key.lease, n) {
+		gw.violations = append(gw.violations, fmt.Sprintf("%d pods of FencedLease %s marked Holding at once, above its spec.holders (at most %d)",
+			n, g.key.lease, gw.maxHolders[g.key.lease]))
+	}
+	if last, ok := gw.lastToken[g.key]; ok && token <= last {
+		gw.violations = append(gw.violations, fmt.Sprintf("pod %s became Holding in %s with token %d after token %d", p.Name, describe(g.key), token, last))
+	}
+	gw.lastToken[g.key] = token
+	tk := tokenKey{g.key.lease, token}
+	if other, ok := gw.tokenPod[tk]; ok && other != p.Name {
+		gw.violations = append(gw.violations, fmt.Sprintf("token %d of FencedLease %s held by pod %s and pod %s", token, g.key.lease, other, p.Name))
+	}
+	gw.tokenPod[tk] = p.Name
+	gw.tokens = append(gw.tokens, token)
 }
 
-// judgeLabel checks the holder label: on one pod at most, on every Holding pod and only
-// on one (the operator sets and removes it in the writes that mark the pod).
+// holdersOf is the largest spec.holders FencedLease lease had while this oracle ran, as
+// far as it needs to know: read again only when holding pods reach past it (a raise).
+// Called with gw.mu held.
+func (gw *GrantWatcher) holdersOf(lease string, holding int32) int32 {
+	if n := gw.maxHolders[lease]; holding <= max(n, 1) {
+		return max(n, 1)
+	}
+	fl := &fencingv1.FencedLease{}
+	ctx, cancel := context.WithTimeout(gw.ctx, 5*time.Second)
+	defer cancel()
+	if err := gw.c.Get(ctx, client.ObjectKey{Namespace: gw.ns, Name: lease}, fl); err != nil {
+		return holding // cannot tell: no verdict
+	}
+	gw.maxHolders[lease] = max(gw.maxHolders[lease], fl.Spec.Holders, 1)
+	return gw.maxHolders[lease]
+}
+
+func describe(k grantKey) string {
+	if k.slot == "" {
+		return "FencedLease " + k.lease
+	}
+	return "slot " + k.slot + " of FencedLease " + k.lease
+}
+
+// judgeLabel checks the holder label: on one pod at most per slot, on every Holding pod
+// and only on one (the operator sets and removes it in the writes that mark the pod),
+// with the slot label of the pod's own slot.
 func (gw *GrantWatcher) judgeLabel(p *corev1.Pod, deleted bool) {
 	if _, has := p.Labels[fencingv1.HolderLabel]; deleted || !has {
 		delete(gw.labeled, p.Name)
@@ -191,13 +274,23 @@ func (gw *GrantWatcher) judgeLabel(p *corev1.Pod, deleted bool) {
 		}
 		return
 	}
-	gw.labeled[p.Name] = true
-	if len(gw.labeled) > 1 {
-		gw.violations = append(gw.violations, fmt.Sprintf("two pods labeled %s at once: %v", fencingv1.HolderLabel, gw.labeled))
+	k := keyOf(p)
+	gw.labeled[p.Name] = k
+	var same []string
+	for name, other := range gw.labeled {
+		if other == k {
+			same = append(same, name)
+		}
+	}
+	if len(same) > 1 {
+		gw.violations = append(gw.violations, fmt.Sprintf("two pods labeled %s at once in %s: %v", fencingv1.HolderLabel, describe(k), same))
 	}
 	if !holds(p) {
 		gw.violations = append(gw.violations, fmt.Sprintf("pod %s is labeled %s but marked %q", p.Name, fencingv1.HolderLabel,
 			p.Annotations[fencingv1.StateAnnotation]))
+	}
+	if slot, labeled := p.Labels[fencingv1.SlotLabel]; labeled && slot != p.Annotations[fencingv1.SlotAnnotation] {
+		gw.violations = append(gw.violations, fmt.Sprintf("pod %s is labeled slot %s but holds slot %q", p.Name, slot, p.Annotations[fencingv1.SlotAnnotation]))
 	}
 }
 

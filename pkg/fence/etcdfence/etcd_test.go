@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -171,6 +172,26 @@ func TestEtcdFenceRefusesOpsOnItsOwnKey(t *testing.T) {
 	} {
 		if _, err := f.Txn(context.Background(), "r", 1, op); err == nil {
 			t.Fatalf("op %v on the token key was accepted", op)
+		}
+	}
+}
+
+// The shards of a FencedLease with slots are fenced per slot (fence.ForSlot): slot 0's
+// holder still writes after slot 1's newer token did; an older holder of slot 0 is refused.
+func TestEtcdFenceFencesEachSlotApart(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	c := connect(t, e)
+	waitUp(t, c)
+	f := &etcdfence.Fence{Client: c}
+	for _, step := range []struct {
+		slot  int32
+		token int64
+		stale bool
+	}{{1, 5, false}, {0, 4, false}, {0, 6, false}, {0, 4, true}, {1, 5, false}} {
+		key := fmt.Sprintf("/reports/shard-%d", step.slot)
+		_, err := f.Txn(context.Background(), fence.ForSlot("report", step.slot), step.token, clientv3.OpPut(key, "x"))
+		if stale := errors.Is(err, fence.ErrStaleToken); stale != step.stale || err != nil && !stale {
+			t.Fatalf("slot %d token %d: %v (stale wanted: %v)", step.slot, step.token, err, step.stale)
 		}
 	}
 }

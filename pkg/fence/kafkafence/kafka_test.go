@@ -236,3 +236,31 @@ func TestKafkaFenceUnderRacingProducers(t *testing.T) {
 	}
 	t.Logf("accepted %d transactions, refused %d; committed tokens %v", accepted, refused, tokens)
 }
+
+// The shards of a FencedLease with slots are fenced per slot (fence.ForSlot): one
+// transactional ID per slot, so slot 0's holder still produces after slot 1's newer token
+// did; an older holder of slot 0 is refused.
+func TestKafkaFenceFencesEachSlotApart(t *testing.T) {
+	k := testenv.StartKafka(t)
+	opts := connect(t, k)
+	slotProducer := func(slot int32, token int64) *kafkafence.Producer {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		p, err := kafkafence.NewProducer(ctx, kafkafence.Config{Resource: fence.ForSlot(resource, slot), Token: token}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return p
+	}
+	for _, step := range []struct {
+		slot  int32
+		token int64
+		stale bool
+	}{{1, 5, false}, {0, 4, false}, {0, 6, false}, {0, 4, true}, {1, 5, false}} {
+		err := produce(slotProducer(step.slot, step.token), fmt.Sprintf("slot %d token %d", step.slot, step.token))
+		if stale := errors.Is(err, fence.ErrStaleToken); stale != step.stale || err != nil && !stale {
+			t.Fatalf("slot %d token %d: %v (stale wanted: %v)", step.slot, step.token, err, step.stale)
+		}
+	}
+}

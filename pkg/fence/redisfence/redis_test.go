@@ -164,3 +164,20 @@ func TestRedisFenceUnderRacingWriters(t *testing.T) {
 		t.Fatalf("stored %d after %d accepted writes, want 40", stored, len(order))
 	}
 }
+
+// The shards of a FencedLease with slots are fenced per slot (fence.ForSlot): slot 0's
+// holder still writes after slot 1's newer token did; an older holder of slot 0 is refused.
+func TestRedisFenceFencesEachSlotApart(t *testing.T) {
+	srv := testenv.StartRedis(t, false)
+	f := &redisfence.Fence{Client: connect(t, srv)}
+	for _, step := range []struct {
+		slot  int32
+		token int64
+		stale bool
+	}{{1, 5, false}, {0, 4, false}, {0, 6, false}, {0, 4, true}, {1, 5, false}} {
+		_, err := f.Tx(context.Background(), fence.ForSlot("report", step.slot), step.token, publish("shard"))
+		if stale := errors.Is(err, fence.ErrStaleToken); stale != step.stale || err != nil && !stale {
+			t.Fatalf("slot %d token %d: %v (stale wanted: %v)", step.slot, step.token, err, step.stale)
+		}
+	}
+}

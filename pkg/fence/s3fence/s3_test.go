@@ -259,3 +259,20 @@ func TestS3FenceRefusesAKeyWrittenWithoutIt(t *testing.T) {
 		t.Fatalf("a write over an unfenced object: %v", err)
 	}
 }
+
+// The shards of a FencedLease with slots are fenced per slot (fence.ForSlot): slot 0's
+// holder still writes after slot 1's newer token did; an older holder of slot 0 is refused.
+func TestS3FenceFencesEachSlotApart(t *testing.T) {
+	srv := testenv.StartS3(t, false)
+	f := &s3fence.Fence{Client: connect(t, srv), Bucket: bucket}
+	for _, step := range []struct {
+		slot  int32
+		token int64
+		stale bool
+	}{{1, 5, false}, {0, 4, false}, {0, 6, false}, {0, 4, true}, {1, 5, false}} {
+		err := f.Put(context.Background(), fence.ForSlot("daily/report.csv", step.slot), step.token, []byte("shard"), minio.PutObjectOptions{})
+		if stale := errors.Is(err, fence.ErrStaleToken); stale != step.stale || err != nil && !stale {
+			t.Fatalf("slot %d token %d: %v (stale wanted: %v)", step.slot, step.token, err, step.stale)
+		}
+	}
+}

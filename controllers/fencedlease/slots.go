@@ -1,0 +1,140 @@
+package fencedlease
+
+import (
+	"strconv"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// A FencedLease with slots (spec.holders above 1) is judged one slot at a time, each
+// slot as a FencedLease of one grant: its view carries the slot's holder and last
+// revocation in status.holder and status.lastRevocation, and the FencedLease's token
+// counter, so the rules, the plan and the writers of a single grant serve every slot
+// unchanged. What differs is framed here: the slot's Lease, which pods the slot may
+// see, whether it may grant, and how its status is merged back (slotstatus.go).
+
+// slotFrame is the slot a pass judges. The zero frame is a FencedLease without slots:
+// slot 0, whose view is the FencedLease itself.
+type slotFrame struct {
+	index int32
+	// sharded: the FencedLease has slots; its status lists them (status.slots).
+	sharded bool
+	// retired: the slot is at or above spec.holders: it grants no one, and its holder
+	// is asked to hand off.
+	retired bool
+	// ordinal: only the pod whose StatefulSet index is index may be granted this slot.
+	ordinal bool
+	// others are the pods another slot holds, last revoked, or names on its Lease, or
+	// that this pass granted another slot: never this slot's candidates, and never
+	// demoted by this slot's writes.
+	others map[types.UID]bool
+	// othersHeld: another slot still has a holder, so a deleted FencedLease keeps its
+	// finalizer.
+	othersHeld bool
+	// pass is shared by the slots of one pass: the FencedLease as last written.
+	pass *slotPass
+}
+
+// sharded is true for a FencedLease with slots: spec.holders above 1, or a status that
+// still lists slots (holders lowered to 1, the removed slots not yet drained).
+func sharded(fl *fencingv1.FencedLease) bool {
+	return fl.Spec.Holders > 1 || len(fl.Status.Slots) > 0
+}
+
+// holdersOf is spec.holders; omitted is 1.
+func holdersOf(fl *fencingv1.FencedLease) int32 {
+	return max(fl.Spec.Holders, 1)
+}
+
+// leaseKey is the key of the slot's Lease.
+func (s slotFrame) leaseKey(fl *fencingv1.FencedLease) types.NamespacedName {
+	return types.NamespacedName{Namespace: fl.Namespace, Name: fencingv1.SlotLeaseName(fl.Name, s.index)}
+}
+
+// memoryKey is the key the grant memory keeps the slot's grants under: the
+// FencedLease's own for slot 0 (so its memory survives the change to slots and back).
+func (s slotFrame) memoryKey(key types.NamespacedName) types.NamespacedName {
+	return slotMemoryKey(key, s.index)
+}
+
+// slotMemoryKey is the grant memory's key of slot slot of FencedLease key. A name never
+// holds a slash, so no FencedLease's key is another's slot key.
+func slotMemoryKey(key types.NamespacedName, slot int32) types.NamespacedName {
+	if slot == 0 {
+		return key
+	}
+	return types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "/" + strconv.Itoa(int(slot))}
+}
+
+// leaseOwner is who the slot's Lease is recorded as created for (ownWrites).
+func (s slotFrame) leaseOwner(fl *fencingv1.FencedLease) types.UID {
+	if s.index == 0 {
+		return fl.UID
+	}
+	return types.UID(string(fl.UID) + "/" + strconv.Itoa(int(s.index)))
+}
+
+// visible are the pods of pods this slot may see: all but the others'.
+func (s slotFrame) visible(pods []corev1.Pod) []corev1.Pod {
+	if len(s.others) == 0 {
+		return pods
+	}
+	out := make([]corev1.Pod, 0, len(pods))
+	for i := range pods {
+		if !s.others[pods[i].UID] {
+			out = append(out, pods[i])
+		}
+	}
+	return out
+}
+
+// mayGrant filters waiting, the candidates in grant order, to those this slot may be
+// granted: none for a retired slot; under Ordinal, the pod of its index alone.
+func (s slotFrame) mayGrant(waiting []*corev1.Pod) []*corev1.Pod {
+	switch {
+	case s.retired:
+		return nil
+	case !s.ordinal:
+		return waiting
+	}
+	var out []*corev1.Pod
+	for _, p := range waiting {
+		if i, ok := podIndex(p); ok && i == s.index {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// podIndex is a StatefulSet pod's index: its apps.kubernetes.io/pod-index label.
+func podIndex(p *corev1.Pod) (int32, bool) {
+	v, ok := p.Labels["apps.kubernetes.io/pod-index"]
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	return int32(i), true
+}
+
+// slotBase is the FencedLease's key of a slot key above 0, and true; false for any other.
+func slotBase(key types.NamespacedName) (types.NamespacedName, bool) {
+	name, _, ok := strings.Cut(key.Name, "/")
+	return types.NamespacedName{Namespace: key.Namespace, Name: name}, ok
+}
+
+// leaseSlot is the slot a Lease of the operator's is for: its slot label; 0 without one.
+func leaseSlot(l *coordinationv1.Lease) int32 {
+	i, err := strconv.ParseInt(l.Labels[fencingv1.SlotLabel], 10, 32)
+	if err != nil || i < 0 {
+		return 0
+	}
+	return int32(i)
+}

@@ -1,0 +1,188 @@
+package fencedlease
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
+)
+
+// slotIndices are the slots a pass judges: 0 to spec.holders-1, then every slot above
+// that the status still lists with a holder (removed by lowering spec.holders, draining).
+func slotIndices(fl *fencingv1.FencedLease) []int32 {
+	n := holdersOf(fl)
+	var out []int32
+	for i := range n {
+		out = append(out, i)
+	}
+	for _, s := range fl.Status.Slots {
+		if s.Slot >= n && s.Holder != nil {
+			out = append(out, s.Slot)
+		}
+	}
+	return out
+}
+
+// slotOf is slot i as status st records it; a status without slots records slot 0 in
+// holder and lastRevocation (spec.holders raised from 1).
+func slotOf(st *fencingv1.FencedLeaseStatus, i int32) fencingv1.Slot {
+	if len(st.Slots) == 0 && i == 0 {
+		return fencingv1.Slot{Holder: st.Holder, LastRevocation: st.LastRevocation}
+	}
+	for _, s := range st.Slots {
+		if s.Slot == i {
+			return s
+		}
+	}
+	return fencingv1.Slot{Slot: i}
+}
+
+// slotView is fl as slot i sees it: a FencedLease of one grant, the slot's, with the
+// token counter at least floor (the highest token any slot's Lease carries, or this
+// pass granted).
+func slotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.FencedLease {
+	v := &fencingv1.FencedLease{TypeMeta: fl.TypeMeta, ObjectMeta: *fl.ObjectMeta.DeepCopy(), Spec: *fl.Spec.DeepCopy()}
+	s := slotOf(&fl.Status, i)
+	st := &fl.Status
+	v.Status = fencingv1.FencedLeaseStatus{
+		FencingToken:       max(st.FencingToken, floor),
+		Holder:             s.Holder.DeepCopy(),
+		Waiting:            st.Waiting,
+		Transitions:        st.Transitions,
+		Revocations:        st.Revocations,
+		LastRevocation:     s.LastRevocation.DeepCopy(),
+		ObservedGeneration: st.ObservedGeneration,
+		Conditions:         slices.Clone(st.Conditions),
+	}
+	return v
+}
+
+// recordedToken is the highest token the status records for slot view v's grants: its
+// holder's or its last revocation's. A Lease of the slot that names a grant above it
+// carries one the status does not record yet (a hand-over, a grant made on the Lease
+// first).
+func recordedToken(v *fencingv1.FencedLease) int64 {
+	var t int64
+	if h := v.Status.Holder; h != nil {
+		t = h.Token
+	}
+	if rv := v.Status.LastRevocation; rv != nil {
+		t = max(t, rv.Token)
+	}
+	return t
+}
+
+// withSlot is fl's status with slot i as its view's decided status v has it, and the
+// fields of the whole FencedLease recomputed from pods (its labeled pods).
+func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod) fencingv1.FencedLeaseStatus {
+	st := *fl.Status.DeepCopy()
+	if len(st.Slots) == 0 {
+		st.Slots = []fencingv1.Slot{{Slot: 0, Holder: st.Holder, LastRevocation: st.LastRevocation}}
+	}
+	st.Holder, st.LastRevocation = nil, nil
+	s := fencingv1.Slot{Slot: i, Holder: v.Holder.DeepCopy(), LastRevocation: v.LastRevocation.DeepCopy()}
+	if at := slices.IndexFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i }); at >= 0 {
+		st.Slots[at] = s
+	} else {
+		st.Slots = append(st.Slots, s)
+	}
+	st.FencingToken = max(st.FencingToken, v.FencingToken)
+	st.Transitions, st.Revocations = v.Transitions, v.Revocations
+	st.ObservedGeneration = v.ObservedGeneration
+	finishSlots(&st, fl, pods)
+	return st
+}
+
+// finishSlots lists exactly the slots of fl — 0 to spec.holders-1, and removed ones
+// while a holder drains — in order, and recomputes what the status says of the whole
+// FencedLease: waiting, holding, the conditions. A FencedLease lowered to one slot keeps
+// listing it: going back to status.holder could lose a grant its Lease records and the
+// status does not yet.
+func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pods []corev1.Pod) {
+	n := holdersOf(fl)
+	st.Slots = slices.DeleteFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot >= n && s.Holder == nil })
+	for i := range n {
+		if !slices.ContainsFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i }) {
+			st.Slots = append(st.Slots, fencingv1.Slot{Slot: i})
+		}
+	}
+	slices.SortFunc(st.Slots, func(a, b fencingv1.Slot) int { return int(a.Slot - b.Slot) })
+	st.Waiting = int32(len(waitingForSlots(pods, st)))
+	held := 0
+	for _, s := range st.Slots {
+		if s.Holder != nil {
+			held++
+		}
+	}
+	st.Holding = fmt.Sprintf("%d/%d", held, n)
+	setSlotConditions(st, fl, held, n)
+}
+
+// waitingForSlots are the candidates among pods that no slot names: the pods waiting
+// for a grant.
+func waitingForSlots(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus) []*corev1.Pod {
+	named := map[types.UID]bool{}
+	for _, s := range st.Slots {
+		if s.Holder != nil {
+			named[s.Holder.PodUID] = true
+		}
+		if s.LastRevocation != nil {
+			named[s.LastRevocation.PodUID] = true
+		}
+	}
+	return slices.DeleteFunc(grantorder.Candidates(pods, &fencingv1.FencedLeaseStatus{}, ""), func(p *corev1.Pod) bool { return named[p.UID] })
+}
+
+// setSlotConditions says, for a FencedLease with slots, whether pods hold slots (Held)
+// and whether it works as its spec asks (Ready): every slot held by a pod that renewed,
+// or free with nobody waiting for it.
+func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, held int, n int32) {
+	var starting, free []string
+	for _, s := range st.Slots {
+		switch h := s.Holder; {
+		case h == nil:
+			free = append(free, fmt.Sprint(s.Slot))
+		case h.FirstRenewTime == nil:
+			starting = append(starting, fmt.Sprintf("slot %d (pod %s, token %d)", s.Slot, h.PodName, h.Token))
+		}
+	}
+	summary := fmt.Sprintf("%d of %d slots held", held, n)
+	if len(free) > 0 {
+		summary += "; free: slot " + strings.Join(free, ", ")
+	}
+	if held > 0 {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fencingv1.ConditionHeld, Status: metav1.ConditionTrue,
+			ObservedGeneration: fl.Generation, Reason: fencingv1.ReasonGranted, Message: summary})
+	} else {
+		setHeldCondition(st, fl, "", false) // why none holds: the reasons of a single grant
+	}
+	ready := metav1.Condition{Type: fencingv1.ConditionReady, ObservedGeneration: fl.Generation, Status: metav1.ConditionFalse}
+	switch {
+	case len(starting) > 0:
+		ready.Reason = fencingv1.ReasonHolderStarting
+		ready.Message = summary + "; not renewed yet: " + strings.Join(starting, ", ")
+	case held > 0 && (len(free) == 0 || st.Waiting == 0 || fl.Spec.Suspend):
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, fencingv1.ReasonHeld, summary
+	case held > 0:
+		ready.Reason = fencingv1.ReasonWaiting
+		ready.Message = fmt.Sprintf("%s; %d pod(s) waiting", summary, st.Waiting)
+	default:
+		setReadyCondition(st, fl)
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+}
+
+// sameSlotStatus is true when writing slot i as view status v decided it would change
+// nothing in fl's status.
+func sameSlotStatus(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod) bool {
+	return equality.Semantic.DeepEqual(withSlot(fl, i, v, pods), fl.Status)
+}
