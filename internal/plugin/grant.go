@@ -30,8 +30,14 @@ func currentGrant(fl *fencingv1.FencedLease, lease *coordinationv1.Lease) (h *fe
 // readLease reads FencedLease fl's Lease: nil when there is none or the user may not read
 // it (unreadable then says so).
 func readLease(ctx context.Context, c client.Client, fl *fencingv1.FencedLease) (lease *coordinationv1.Lease, unreadable bool, err error) {
+	return readSlotLease(ctx, c, fl, 0)
+}
+
+// readSlotLease reads the Lease of slot slot of fl (slot 0's is fl's own).
+func readSlotLease(ctx context.Context, c client.Client, fl *fencingv1.FencedLease, slot int32) (lease *coordinationv1.Lease, unreadable bool, err error) {
 	lease = &coordinationv1.Lease{}
-	switch err := c.Get(ctx, client.ObjectKeyFromObject(fl), lease); {
+	key := client.ObjectKey{Namespace: fl.Namespace, Name: fencingv1.SlotLeaseName(fl.Name, slot)}
+	switch err := c.Get(ctx, key, lease); {
 	case err == nil:
 		return lease, false, nil
 	case apierrors.IsForbidden(err):

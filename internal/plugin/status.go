@@ -37,7 +37,19 @@ type Status struct {
 	RevokeToken    string                `json:"revokeRequestedForToken,omitempty"`
 	Handoff        *fencingv1.Handoff    `json:"handoff,omitempty"`
 	Conditions     []ConditionSummary    `json:"conditions,omitempty"`
-	now            time.Time
+	// Holding and Slots, for a FencedLease with slots (spec.holders above 1): "held/holders"
+	// and each slot; Holder, Handoff and LastRevocation above are then unset.
+	Holding string       `json:"holding,omitempty"`
+	Slots   []SlotStatus `json:"slots,omitempty"`
+	now     time.Time
+}
+
+// SlotStatus is one slot of a FencedLease with slots.
+type SlotStatus struct {
+	Slot           int32                 `json:"slot"`
+	Holder         *HolderStatus         `json:"holder,omitempty"`
+	Handoff        *fencingv1.Handoff    `json:"handoff,omitempty"`
+	LastRevocation *fencingv1.Revocation `json:"lastRevocation,omitempty"`
 }
 
 // HolderStatus is the current grant, with times read against this machine's clock.
@@ -125,7 +137,11 @@ func (o *Options) status(cmd *cobra.Command, c client.Client, ns, name string) (
 	if r := meta.FindStatusCondition(fl.Status.Conditions, fencingv1.ConditionReady); r != nil {
 		st.Ready, st.ReadyReason, st.Message = string(r.Status), r.Reason, r.Message
 	}
-	if h, pending := currentGrant(fl, lease); h != nil {
+	if len(fl.Status.Slots) > 0 {
+		if err := st.readSlots(cmd, c, fl); err != nil {
+			return nil, err
+		}
+	} else if h, pending := currentGrant(fl, lease); h != nil {
 		st.Holder = holderStatus(h, lease, now)
 		st.Holder.LeaseUnreadable = leaseUnreadable
 		st.Holder.Recording = pending
@@ -142,6 +158,25 @@ func (o *Options) status(cmd *cobra.Command, c client.Client, ns, name string) (
 			Age: metav1.Duration{Duration: now.Sub(p.CreationTimestamp.Time)}, Phase: p.Status.Phase})
 	}
 	return st, nil
+}
+
+// readSlots fills the slots of fl, each with its holder as its own Lease shows it.
+func (st *Status) readSlots(cmd *cobra.Command, c client.Client, fl *fencingv1.FencedLease) error {
+	st.Holding = fl.Status.Holding
+	for _, s := range fl.Status.Slots {
+		ss := SlotStatus{Slot: s.Slot, LastRevocation: s.LastRevocation}
+		lease, unreadable, err := readSlotLease(cmd.Context(), c, fl, s.Slot)
+		if err != nil {
+			return err
+		}
+		if h := s.Holder; h != nil {
+			ss.Holder = holderStatus(h, lease, st.now)
+			ss.Holder.LeaseUnreadable = unreadable
+			ss.Handoff = h.Handoff
+		}
+		st.Slots = append(st.Slots, ss)
+	}
+	return nil
 }
 
 func holderStatus(h *fencingv1.Holder, lease *coordinationv1.Lease, now time.Time) *HolderStatus {
@@ -177,6 +212,8 @@ func (st *Status) text(w io.Writer) error {
 		fmt.Fprintf(tw, "Suspended:\tyes: no new grants until resumed\n")
 	}
 	switch h := st.Holder; {
+	case st.Slots != nil:
+		fmt.Fprintf(tw, "Slots:\t%s held\n", st.Holding)
 	case h == nil:
 		fmt.Fprintf(tw, "Holder:\tnone\n")
 	default:
@@ -214,6 +251,9 @@ func (st *Status) text(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := st.slotsText(w); err != nil {
+		return err
+	}
 	if len(st.Waiting) == 0 {
 		_, err := fmt.Fprintln(w, "Waiting: none")
 		return err
@@ -232,4 +272,37 @@ func notFound(err error, ns, name string) error {
 		return fmt.Errorf("no FencedLease %q in namespace %q", name, ns)
 	}
 	return err
+}
+
+// slotsText is the table of the slots, one line each.
+func (st *Status) slotsText(w io.Writer) error {
+	if st.Slots == nil {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SLOT\tHOLDER\tTOKEN\tGRANTED\tRENEWED\tNOTE")
+	for _, s := range st.Slots {
+		h := s.Holder
+		if h == nil {
+			note := ""
+			if rv := s.LastRevocation; rv != nil {
+				note = fmt.Sprintf("last revoked: %s, token %d, %s, %s ago", rv.PodName, rv.Token, rv.Reason, ago(st.now.Sub(rv.Time.Time)))
+			}
+			fmt.Fprintf(tw, "  %d\t-\t-\t-\t-\t%s\n", s.Slot, note)
+			continue
+		}
+		renewed := "not yet"
+		switch {
+		case h.LeaseUnreadable:
+			renewed = "unknown"
+		case h.SinceRenewal != nil:
+			renewed = ago(h.SinceRenewal.Duration) + " ago"
+		}
+		note := ""
+		if ho := s.Handoff; ho != nil {
+			note = fmt.Sprintf("asked to hand off to %s, grace %ds", ho.SuccessorName, ho.GracePeriodSeconds)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s ago\t%s\t%s\n", s.Slot, h.Pod, h.Token, ago(st.now.Sub(h.AcquireTime)), renewed, note)
+	}
+	return tw.Flush()
 }

@@ -88,6 +88,11 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	// A grant through the webhook, and a pod the webhook refuses (its FencedLease is missing).
 	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "invoices"}}
 	testenv.WaitFor(t, 60*time.Second, "the CRD", func() bool { return c.Create(ctx, fl) == nil })
+	// A FencedLease with slots: the only kind with fencedlease_slots series.
+	shards := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shards"}, Spec: fencingv1.FencedLeaseSpec{Holders: 2}}
+	if err := c.Create(ctx, shards); err != nil {
+		t.Fatal(err)
+	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p1", Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work"}}}}
 	testenv.WaitFor(t, 60*time.Second, "the webhook to admit a pod", func() bool { return c.Create(ctx, pod.DeepCopy()) == nil })
@@ -106,7 +111,7 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	testenv.WaitFor(t, 60*time.Second, "the not-Ready series of a starting holder", func() bool {
 		page, err := scrape("http://" + metricsAddr + "/metrics")
 		addNames(have, page)
-		return err == nil && have["fencedlease_not_ready"]
+		return err == nil && have["fencedlease_not_ready"] && have["fencedlease_slots_held"]
 	})
 
 	// The holder renews as p1 would: its bound service-account token names the pod (and,
