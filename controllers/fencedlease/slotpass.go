@@ -154,8 +154,9 @@ func (p *slotPass) indices() []int32 {
 	return out
 }
 
-// othersOf are the pods the slots other than i name — in the status, on their Lease, or
-// in a decision of this pass — and whether one of them has a holder still.
+// othersOf are the pods the slots other than i name — holder, last revoked, hand-off
+// successor; in the status, on their Lease, or in a decision of this pass — and whether
+// one of them has a holder still.
 func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 	others := map[types.UID]bool{}
 	held := false
@@ -171,6 +172,9 @@ func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 		if s.Holder != nil {
 			add(s.Holder.PodUID)
 			held = true
+			if ho := s.Holder.Handoff; ho != nil {
+				add(ho.SuccessorUID) // one slot's successor is no other slot's
+			}
 		}
 		if s.LastRevocation != nil {
 			add(s.LastRevocation.PodUID)
@@ -213,6 +217,9 @@ func (p *slotPass) decided(i int32, w world, d decision) {
 	}
 	if h := d.status.Holder; h != nil {
 		p.claimed[i] = append(p.claimed[i], h.PodUID)
+		if ho := h.Handoff; ho != nil && ho.SuccessorUID != "" {
+			p.claimed[i] = append(p.claimed[i], ho.SuccessorUID)
+		}
 	}
 	p.finalized = d.plan.has(releaseFinalizer)
 	p.judged = true

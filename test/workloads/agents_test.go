@@ -40,19 +40,32 @@ func (a *agents) run(ctx context.Context) {
 
 func (a *agents) renewOnce(ctx context.Context) {
 	fl := &fencingv1.FencedLease{}
-	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: a.lease}, fl) != nil || fl.Status.Holder == nil {
+	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: a.lease}, fl) != nil {
 		return
 	}
+	if h := fl.Status.Holder; h != nil {
+		a.renew(ctx, h, a.lease)
+	}
+	for _, s := range fl.Status.Slots {
+		if s.Holder != nil {
+			a.renew(ctx, s.Holder, fencingv1.SlotLeaseName(a.lease, s.Slot))
+		}
+	}
+}
+
+// renew renews grant h on Lease lease, as its pod's agent would: only while the pod
+// runs on a live node and the Lease names it with its token.
+func (a *agents) renew(ctx context.Context, h *fencingv1.Holder, lease string) {
 	p := &corev1.Pod{}
-	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: fl.Status.Holder.PodName}, p) != nil || p.Status.Phase != corev1.PodRunning {
+	if k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: h.PodName}, p) != nil || p.Status.Phase != corev1.PodRunning {
 		return
 	}
 	a.mu.Lock()
 	dead := a.dead[p.Spec.NodeName] || a.paused
 	a.mu.Unlock()
 	l := &coordinationv1.Lease{}
-	if dead || k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: a.lease}, l) != nil ||
-		ptr.Deref(l.Spec.HolderIdentity, "") != p.Name || l.Annotations[fencingv1.TokenAnnotation] != strconv.FormatInt(fl.Status.Holder.Token, 10) {
+	if dead || k8s.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: lease}, l) != nil ||
+		ptr.Deref(l.Spec.HolderIdentity, "") != p.Name || l.Annotations[fencingv1.TokenAnnotation] != strconv.FormatInt(h.Token, 10) {
 		return
 	}
 	sent := time.Now()
