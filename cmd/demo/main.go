@@ -1,8 +1,10 @@
 // Command demo shows the whole protocol on an embedded control plane: the real operator
 // and webhook, three labeled pods whose containers are local processes running the
 // invoice scheduler, a holder paused past its lease, its revocation, the next holder with
-// token+1, and the paused holder's delayed write rejected by the ledger. It exits 0 only
-// if the invariant held: one invoice run per tenant and period, nothing charged twice.
+// token+1, and the paused holder's delayed write rejected by the ledger. Its second act
+// runs the scheduler in three shards (a FencedLease with spec.holders: 3) and pauses one
+// shard's holder: only that shard fails over. It exits 0 only if the invariant held: one
+// invoice run per tenant and period, nothing charged twice.
 package main
 
 import (
@@ -45,7 +47,7 @@ func main() {
 		fmt.Println("\nRESULT: the invariant did NOT hold")
 		os.Exit(1)
 	}
-	fmt.Println("\nRESULT: the invariant held: one invoice run per tenant and period, the stale write rejected")
+	fmt.Println("\nRESULT: the invariant held: one invoice run per tenant and period, the stale writes rejected; in act 2 only the paused shard failed over")
 }
 
 func fail(err error) {

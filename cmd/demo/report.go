@@ -19,11 +19,7 @@ const exitStale = 3
 
 // report prints the ledger and checks the invariant.
 func report(ctx context.Context, tl *timeline, o options, k *kubelet, w *operatorWatch) (bool, error) {
-	driver, dsn := "sqlite", "file:"+o.dsn+"?mode=ro"
-	if strings.HasPrefix(o.dsn, "postgres") {
-		driver, dsn = "pgx", o.dsn
-	}
-	db, err := sql.Open(driver, dsn)
+	db, err := openReport(o)
 	if err != nil {
 		return false, err
 	}

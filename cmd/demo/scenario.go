@@ -118,8 +118,12 @@ func run(ctx context.Context, o options) (bool, error) {
 		return false, fmt.Errorf("waiting for the schedulers to finish: %w", err)
 	}
 	_ = watch.poll(ctx)
-
-	return report(ctx, tl, o, k, watch)
+	ok, err := report(ctx, tl, o, k, watch)
+	if err != nil || !ok {
+		return ok, err
+	}
+	k.killAll()
+	return runShards(context.Background(), c, o, tl)
 }
 
 // operatorWatch turns FencedLease status changes into timeline lines.

@@ -56,12 +56,17 @@ var Schema = []string{
 // finished) is left as it is and charges nothing twice. It reports whether it created
 // the run.
 func (l *ledger) createRun(ctx context.Context, tenant, period string, token int64, by string) (bool, error) {
+	return l.createRunIn(ctx, "invoices/"+tenant, tenant, period, token, by)
+}
+
+// createRunIn is createRun fenced under resource: a shard's (fence.ForSlot), or the tenant's.
+func (l *ledger) createRunIn(ctx context.Context, resource, tenant, period string, token int64, by string) (bool, error) {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := l.fence.Accept(ctx, tx, "invoices/"+tenant, token); err != nil {
+	if err := l.fence.Accept(ctx, tx, resource, token); err != nil {
 		return false, err
 	}
 	res, err := tx.ExecContext(ctx, l.q(`INSERT INTO invoice_runs (tenant, period, token, created_by) VALUES ($1, $2, $3, $4)

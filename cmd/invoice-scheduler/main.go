@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -44,6 +45,9 @@ func run() (int, error) {
 	period := flag.String("period", "2026-11", "Billing period.")
 	dsn := flag.String("dsn", "", "Ledger: a PostgreSQL URL (postgres://...) or a SQLite file path.")
 	work := flag.Duration("work", time.Second, "Time spent computing the batch after the lease check, before the write.")
+	tenants := flag.String("tenants", "", "In a FencedLease with slots: every tenant, comma-separated; each shard (slot) invoices those that hash to it.")
+	shards := flag.Int("shards", 0, "In a FencedLease with slots: its spec.holders.")
+	periods := flag.Int("periods", 1, "In a FencedLease with slots: billing periods to run, one after another (2026-01, 2026-02, …).")
 	flag.Parse()
 
 	ctx := ctrl.SetupSignalHandler()
@@ -64,13 +68,18 @@ func run() (int, error) {
 		return exitLost, fmt.Errorf("confirming the grant: %w", err)
 	}
 	defer func() { _ = h.Release(context.Background()) }()
-	say("holding token %d; computing the invoice run for %s/%s", h.Token(), *tenant, *period)
-
 	l, err := openLedger(ctx, *dsn)
 	if err != nil {
 		return 1, err
 	}
 	defer l.db.Close()
+	if hc.Sharded {
+		if *shards < 1 || *tenants == "" {
+			return 1, errors.New("a FencedLease with slots (FENCING_SLOT is set) needs --shards and --tenants")
+		}
+		return runShard(ctx, h, l, hc.Identity, strings.Split(*tenants, ","), *shards, *periods, *work)
+	}
+	say("holding token %d; computing the invoice run for %s/%s", h.Token(), *tenant, *period)
 
 	// The last moment the process knows its grant is valid. A pause after this check is
 	// exactly what the lease cannot prevent and the fencing token can.

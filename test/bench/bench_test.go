@@ -16,7 +16,8 @@ var (
 	mass          = flag.Int("bench.mass", 1000, "The large mass failover and burst size.")
 	scaleN        = flag.Int("bench.scale", 10000, "FencedLeases in the scale run (0 skips it).")
 	waiting       = flag.Int("bench.scale-waiting", 3, "Waiting pods per FencedLease in the scale run.")
-	only          = flag.String("bench.only", "grant,handoff,single,work,mass,burst,scale", "The measurements to run, comma-separated.")
+	only          = flag.String("bench.only", "grant,handoff,single,work,mass,burst,slots,scale", "The measurements to run, comma-separated.")
+	slotsN        = flag.Int("bench.slots", 100, "Slots of the one FencedLease of the slots measurement (3 candidates a slot), against as many FencedLeases of one grant.")
 	apiserverProf = flag.String("bench.apiserver-profile", "", "Where to save a CPU profile of the API server taken in the scale run's status catch-up (120 s, from a minute after the last grant), when holders' renewals take longest; its top is logged. Empty: none.")
 	heapProf      = flag.String("bench.heap-profile", "", "Where to save the operator's heap profile at the end of the scale run (go tool pprof reads it); its top is logged. Empty: none.")
 	finalizerHook = flag.Bool("bench.finalizer-webhook", true, "Serve the FencedLease webhook, as the operator does in a cluster (new FencedLeases come with its finalizer); false measures the operator writing the finalizer itself.")
@@ -77,6 +78,9 @@ func TestBench(t *testing.T) {
 	}
 	if want("burst") {
 		b.burst(*mass, rates)
+	}
+	if want("slots") {
+		b.slotsFailover(*slotsN, fast.lease, *runs)
 	}
 	if want("scale") && *scaleN > 0 {
 		b.scale(*scaleN, *waiting, time.Minute)

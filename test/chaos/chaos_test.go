@@ -42,7 +42,10 @@ var (
 const (
 	ns        = "chaos"
 	leaseName = "ledger"
-	lease     = 2 * time.Second
+	// shardsNS holds the FencedLease with slots: shardSlots holders at once, each slot's
+	// holders writing their own rows of the shards table, fenced per slot.
+	shardsNS, shardsName, shardSlots = "chaos-shards", "shards", 3
+	lease                            = 2 * time.Second
 	// settle is the quiet time after each fault, for the grants to resume.
 	settle = 8 * time.Second
 )
@@ -67,23 +70,38 @@ func TestChaos(t *testing.T) {
 	}
 
 	led := openLedger(t, dir)
-	if err := led.create(ctx); err != nil {
-		t.Fatal(err)
+	shardLed := &ledger{db: led.db, fence: led.fence, table: shardsName, sharded: true}
+	for _, l := range []*ledger{led, shardLed} {
+		if err := l.create(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leaseName},
-		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: int32(lease.Seconds()), StartupDeadlineSeconds: 5}}); err != nil {
-		t.Fatal(err)
+	spec := fencingv1.FencedLeaseSpec{LeaseDurationSeconds: int32(lease.Seconds()), StartupDeadlineSeconds: 5}
+	sharded := spec
+	sharded.Holders = shardSlots
+	for _, fl := range []*fencingv1.FencedLease{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leaseName}, Spec: spec},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: shardsNS, Name: shardsName}, Spec: sharded},
+	} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fl.Namespace}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, fl); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rec := Record(ctx, cs, c, ns, leaseName)
+	shardRec := Record(ctx, cs, c, shardsNS, shardsName)
 	hs := &holders{cfg: cfg, c: c, ns: ns, lease: leaseName, leaseLength: lease, ledger: led, zombieEvery: 5, started: map[int64]bool{}}
+	shardHs := &holders{cfg: cfg, c: c, ns: shardsNS, lease: shardsName, sharded: true, leaseLength: lease, ledger: shardLed,
+		zombieEvery: 5, started: map[int64]bool{}}
 	work, stopWork := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	bg.Add(2)
+	bg.Add(4)
 	go func() { defer bg.Done(); hs.run(work) }()
-	go func() { defer bg.Done(); keepCandidates(work, c, 2) }()
+	go func() { defer bg.Done(); keepCandidates(work, c, ns, leaseName, 2) }()
+	go func() { defer bg.Done(); shardHs.run(work) }()
+	go func() { defer bg.Done(); keepCandidates(work, c, shardsNS, shardsName, 2) }()
 	time.Sleep(settle)
 	var faults []Fault
 	for round := 0; round < *rounds; round++ {
@@ -116,6 +134,14 @@ func TestChaos(t *testing.T) {
 		_ = os.WriteFile(path, raw, 0o600)
 	}
 	report(t, h, hs)
+	sh := History{Lease: lease, Faults: faults, Ended: h.Ended}
+	shardRec.Into(&sh)
+	shardHs.into(&sh)
+	if sh.Ledger, err = shardLed.rows(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sv := CheckSlots(sh, shardSlots)
+	t.Logf("FencedLease with %d slots: %s", shardSlots, summary(sh, len(sv)))
 	own := 0
 	for _, e := range ops.exits() {
 		own += len(e)
@@ -124,8 +150,11 @@ func TestChaos(t *testing.T) {
 	if v := Check(h); len(v) > 0 {
 		t.Fatalf("%d violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
-	if len(hs.errs) > 0 {
-		t.Fatalf("ledger errors: %v", hs.errs)
+	if len(sv) > 0 {
+		t.Fatalf("%d violations in the FencedLease with slots:\n%s", len(sv), strings.Join(sv, "\n"))
+	}
+	if len(hs.errs)+len(shardHs.errs) > 0 {
+		t.Fatalf("ledger errors: %v %v", hs.errs, shardHs.errs)
 	}
 	if exits := ops.exits(); len(exits) > 0 {
 		t.Fatalf("operator replicas exited on their own (each restarted after the kubelet's back-off): %v", exits)
@@ -135,7 +164,7 @@ func TestChaos(t *testing.T) {
 func openLedger(t *testing.T, dir string) *ledger {
 	var db *sql.DB
 	var err error
-	l := &ledger{}
+	l := &ledger{table: "ledger"}
 	switch *database {
 	case "sqlite":
 		db, err = sql.Open("sqlite", "file:"+filepath.Join(dir, "ledger.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
@@ -154,8 +183,8 @@ func openLedger(t *testing.T, dir string) *ledger {
 	return l
 }
 
-// keepCandidates keeps n pods waiting for the grant, as the webhook leaves them.
-func keepCandidates(ctx context.Context, c client.Client, n int) {
+// keepCandidates keeps n pods of ns waiting for FencedLease lease, as the webhook leaves them.
+func keepCandidates(ctx context.Context, c client.Client, ns, lease string, n int) {
 	for i := 0; ctx.Err() == nil; {
 		pods := &corev1.PodList{}
 		if c.List(ctx, pods, client.InNamespace(ns)) == nil {
@@ -167,7 +196,7 @@ func keepCandidates(ctx context.Context, c client.Client, n int) {
 			}
 			for ; waiting < n; waiting++ {
 				i++
-				p := testenv.CandidatePod(ns, fmt.Sprintf("w%05d", i), leaseName)
+				p := testenv.CandidatePod(ns, fmt.Sprintf("w%05d", i), lease)
 				if c.Create(ctx, p) != nil {
 					break
 				}
@@ -383,6 +412,29 @@ func pauseEtcd(t *testing.T, env *envtest.Environment, d time.Duration) {
 
 // report prints the run's table.
 func report(t *testing.T, h History, hs *holders) {
+	injected := map[string]int{}
+	for _, f := range h.Faults {
+		injected[f.Kind]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| fault | injected | recovery p50 | recovery p99 | recovery max | (faults ended under a zombie, left out) |\n|---|---|---|---|---|---|\n")
+	rec := Recovery(h)
+	for _, f := range faultClasses {
+		d := slices.Clone(rec[f.name])
+		slices.Sort(d)
+		p50, p99, worst := "-", "-", "-"
+		if len(d) > 0 {
+			at := func(q float64) string { return d[int(q*float64(len(d)-1))].Round(time.Millisecond).String() }
+			p50, p99, worst = at(0.5), at(0.99), at(1)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d |\n", f.name, injected[f.name], p50, p99, worst, injected[f.name]-len(d))
+	}
+	b.WriteString(summary(h, len(Check(h))) + "\n")
+	t.Log("\n" + b.String())
+}
+
+// summary counts what h recorded, with its violations.
+func summary(h History, violations int) string {
 	grants := 0
 	for _, s := range h.States {
 		if s.State == string(fencingv1.PodHolding) {
@@ -401,24 +453,6 @@ func report(t *testing.T, h History, hs *holders) {
 			rejected++
 		}
 	}
-	injected := map[string]int{}
-	for _, f := range h.Faults {
-		injected[f.Kind]++
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "| fault | injected | recovery p50 | recovery p99 | recovery max | (faults ended under a zombie, left out) |\n|---|---|---|---|---|---|\n")
-	rec := Recovery(h)
-	for _, f := range faultClasses {
-		d := slices.Clone(rec[f.name])
-		slices.Sort(d)
-		p50, p99, worst := "-", "-", "-"
-		if len(d) > 0 {
-			at := func(q float64) string { return d[int(q*float64(len(d)-1))].Round(time.Millisecond).String() }
-			p50, p99, worst = at(0.5), at(0.99), at(1)
-		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %d |\n", f.name, injected[f.name], p50, p99, worst, injected[f.name]-len(d))
-	}
-	fmt.Fprintf(&b, "grants %d, revocations %d, holders %d, writes attempted %d / accepted %d / rejected %d (by zombies %d), violations %d, spurious revocations %d\n",
-		grants, len(h.Revocations), len(h.Holders), len(h.Writes), accepted, rejected, zombieRejected, len(Check(h)), Spurious(h))
-	t.Log("\n" + b.String())
+	return fmt.Sprintf("grants %d, revocations %d, holders %d, writes attempted %d / accepted %d / rejected %d (by zombies %d), violations %d, spurious revocations %d",
+		grants, len(h.Revocations), len(h.Holders), len(h.Writes), accepted, rejected, zombieRejected, violations, Spurious(h))
 }

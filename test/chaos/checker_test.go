@@ -34,7 +34,7 @@ func good() History {
 			{Pod: "c", Token: 3, Accepted: true, Row: 3},
 			{Pod: "a", Token: 1, Zombie: true}, // a late write from a, refused
 		},
-		Ledger: []Row{{1, 1}, {2, 2}, {3, 3}},
+		Ledger: []Row{{ID: 1, Token: 1}, {ID: 2, Token: 2}, {ID: 3, Token: 3}},
 		Faults: []Fault{{Kind: "leader SIGKILL", Start: at(2000), End: at(2800)}},
 	}
 }
@@ -104,14 +104,14 @@ func TestEachBadHistoryIsFlagged(t *testing.T) {
 			h.States[4].Token, h.States[4].UID = 1, "ua2"
 		}, "began holding token 1 after token 2"},
 		{"a stale write accepted after a newer one", func(h *History) {
-			h.Ledger = append(h.Ledger, Row{4, 2})
+			h.Ledger = append(h.Ledger, Row{ID: 4, Token: 2})
 			h.Writes[3].Accepted, h.Writes[3].Row = true, 4
 		}, "stale write accepted: row 4 token 2"},
 		{"an accepted write lost", func(h *History) {
 			h.Ledger = h.Ledger[:2]
 		}, "token 3 (row 3) lost"},
 		{"a row nobody wrote", func(h *History) {
-			h.Ledger = append(h.Ledger, Row{9, 3})
+			h.Ledger = append(h.Ledger, Row{ID: 9, Token: 3})
 		}, "the ledger has 4 rows, 3 writes were accepted"},
 		{"a holder live after its successor confirmed", func(h *History) {
 			h.Holders[1].Ended = at(3500)
@@ -153,6 +153,68 @@ func TestEachBadHistoryIsFlagged(t *testing.T) {
 			tc.corrupt(&h)
 			v := Check(h)
 			if !strings.Contains(strings.Join(v, "\n"), tc.want) {
+				t.Fatalf("want a violation %q, got %v", tc.want, v)
+			}
+		})
+	}
+}
+
+// goodSlots is a FencedLease with two slots: slot 0's tokens 1 then 3, slot 1's 2 then 4;
+// the ledger interleaves the slots, each slot's part rising.
+func goodSlots() History {
+	return History{
+		Lease: 2 * time.Second,
+		States: []StateChange{
+			{At: at(0), Pod: "a", UID: "ua", State: "Holding", Token: 1, Slot: 0},
+			{At: at(10), Pod: "b", UID: "ub", State: "Holding", Token: 2, Slot: 1},
+			{At: at(900), Pod: "a", UID: "ua", State: "Released", Token: 1, Slot: 0},
+			{At: at(910), Pod: "c", UID: "uc", State: "Holding", Token: 3, Slot: 0},
+			{At: at(950), Pod: "b", UID: "ub", State: "Released", Token: 2, Slot: 1},
+			{At: at(960), Pod: "d", UID: "ud", State: "Holding", Token: 4, Slot: 1},
+		},
+		Holders: []Life{
+			{Pod: "a", Token: 1, Confirmed: at(5), Ended: at(890)},
+			{Pod: "b", Token: 2, Confirmed: at(15), Ended: at(940), Slot: 1},
+			{Pod: "c", Token: 3, Confirmed: at(920)},
+			{Pod: "d", Token: 4, Confirmed: at(970), Slot: 1},
+		},
+		Writes: []Write{
+			{Pod: "b", Token: 2, Accepted: true, Row: 1, Slot: 1},
+			{Pod: "a", Token: 1, Accepted: true, Row: 2},
+			{Pod: "c", Token: 3, Accepted: true, Row: 3},
+			{Pod: "d", Token: 4, Accepted: true, Row: 4, Slot: 1},
+			{Pod: "a", Token: 1, Zombie: true}, // refused in slot 0 after token 3
+		},
+		Ledger: []Row{{ID: 1, Token: 2, Slot: 1}, {ID: 2, Token: 1}, {ID: 3, Token: 3}, {ID: 4, Token: 4, Slot: 1}},
+	}
+}
+
+func TestSlotHistories(t *testing.T) {
+	if v := CheckSlots(goodSlots(), 2); len(v) != 0 {
+		t.Fatalf("violations in a good history of two slots: %v", v)
+	}
+	if v := Check(goodSlots()); len(v) == 0 {
+		t.Fatal("judged as one grant, two slots are two pods holding at once: the per-slot checker is what tells")
+	}
+	for _, tc := range []struct {
+		name    string
+		corrupt func(*History)
+		want    string
+	}{
+		{"two pods holding one slot", func(h *History) { h.States[1].Slot = 0 }, "slot 0: two pods holding"},
+		{"a token granted in two slots", func(h *History) { h.States[5].Token = 3 }, "token 3 held by two pods"},
+		{"more pods holding than slots", func(h *History) {
+			h.States = append(h.States, StateChange{At: at(980), Pod: "e", UID: "ue", State: "Holding", Token: 5, Slot: 2})
+		}, "3 pods holding at"},
+		{"a slot's stale write accepted", func(h *History) {
+			h.Ledger = append(h.Ledger, Row{ID: 5, Token: 1})
+			h.Writes[4].Accepted, h.Writes[4].Row = true, 5
+		}, "slot 0: stale write accepted: row 5 token 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := goodSlots()
+			tc.corrupt(&h)
+			if v := CheckSlots(h, 2); !strings.Contains(strings.Join(v, "\n"), tc.want) {
 				t.Fatalf("want a violation %q, got %v", tc.want, v)
 			}
 		})

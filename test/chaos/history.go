@@ -46,6 +46,8 @@ type StateChange struct {
 	UID   types.UID
 	State string // Waiting, Holding, Draining, Released, Revoked; "" once deleted
 	Token int64
+	// Slot is the slot the pod holds (its slot annotation), of a FencedLease with slots.
+	Slot int32 `json:",omitempty"`
 }
 
 // Life is a holder from the moment its grant was confirmed to the end of its context.
@@ -53,6 +55,7 @@ type Life struct {
 	Pod              string
 	Token            int64
 	Confirmed, Ended time.Time // Ended is zero while it still holds
+	Slot             int32     `json:",omitempty"`
 }
 
 // Renewal is a renewTime a holder wrote, with its grant.
@@ -60,6 +63,7 @@ type Renewal struct {
 	Pod   string
 	Token int64
 	At    time.Time // the renewTime, from the holder's clock
+	Slot  int32     `json:",omitempty"`
 }
 
 // Revocation is one the status recorded.
@@ -68,6 +72,7 @@ type Revocation struct {
 	Token  int64
 	Reason string
 	At     time.Time // the operator's clock
+	Slot   int32     `json:",omitempty"`
 }
 
 // Write is one attempt to write through the fence.
@@ -77,12 +82,14 @@ type Write struct {
 	Accepted bool
 	Row      int64 // the ledger row it committed, when accepted
 	Zombie   bool  // written by a holder that ignores its lost grant
+	Slot     int32 `json:",omitempty"`
 }
 
 // Row is a ledger row.
 type Row struct {
 	ID    int64
 	Token int64
+	Slot  int32 `json:",omitempty"`
 }
 
 // Fault is one injected fault.
@@ -113,6 +120,76 @@ const (
 // confirmation, and one Warm standby on a lost node granted first and revoked after its
 // confirmation bound (10 s on short leases), on a loaded machine.
 const HolderMargin = 20 * time.Second
+
+// CheckSlots returns every violation of the guarantees in h, the history of a FencedLease
+// with holders slots: each slot's history must hold what one grant's does (Check), and
+// across the slots no token is granted twice and never more than holders pods hold.
+func CheckSlots(h History, holders int) []string {
+	var v []string
+	for slot, part := range h.BySlot() {
+		for _, s := range Check(part) {
+			v = append(v, fmt.Sprintf("slot %d: %s", slot, s))
+		}
+	}
+	holding := map[types.UID]int64{}
+	owner := map[int64]types.UID{}
+	for _, s := range h.States {
+		if s.State != "Holding" && s.State != "Draining" {
+			delete(holding, s.UID)
+			continue
+		}
+		if o, ok := owner[s.Token]; ok && o != s.UID {
+			v = append(v, fmt.Sprintf("token %d held by two pods (%s and %s)", s.Token, o, s.UID))
+		}
+		owner[s.Token] = s.UID
+		holding[s.UID] = s.Token
+		if len(holding) > holders {
+			v = append(v, fmt.Sprintf("%d pods holding at %s, above %d slots: %v", len(holding), s.At.Format(time.RFC3339Nano), holders, holding))
+		}
+	}
+	return v
+}
+
+// BySlot splits h into one history per slot; the faults and the lease go to each.
+func (h History) BySlot() map[int32]History {
+	parts := map[int32]*History{}
+	part := func(slot int32) *History {
+		if parts[slot] == nil {
+			parts[slot] = &History{Lease: h.Lease, Faults: h.Faults, Ended: h.Ended}
+		}
+		return parts[slot]
+	}
+	// A pod's states after it held a slot (Released, Revoked, gone) belong to that slot.
+	slotOf := map[types.UID]int32{}
+	for _, s := range h.States {
+		if s.State == "Holding" || s.State == "Draining" {
+			slotOf[s.UID] = s.Slot
+		}
+		if slot, ok := slotOf[s.UID]; ok {
+			part(slot).States = append(part(slot).States, s)
+		}
+	}
+	for _, l := range h.Holders {
+		part(l.Slot).Holders = append(part(l.Slot).Holders, l)
+	}
+	for _, r := range h.Renewals {
+		part(r.Slot).Renewals = append(part(r.Slot).Renewals, r)
+	}
+	for _, r := range h.Revocations {
+		part(r.Slot).Revocations = append(part(r.Slot).Revocations, r)
+	}
+	for _, w := range h.Writes {
+		part(w.Slot).Writes = append(part(w.Slot).Writes, w)
+	}
+	for _, r := range h.Ledger {
+		part(r.Slot).Ledger = append(part(r.Slot).Ledger, r)
+	}
+	out := map[int32]History{}
+	for slot, p := range parts {
+		out[slot] = *p
+	}
+	return out
+}
 
 // Check returns every violation of the guarantees in h.
 func Check(h History) []string {

@@ -22,10 +22,14 @@ import (
 )
 
 // ledger is the protected resource: a SQL table (SQLite or PostgreSQL) written only
-// through the fence.
+// through the fence — for a FencedLease with slots, each slot's rows fenced apart
+// (fence.ForSlot).
 type ledger struct {
 	db    *sql.DB
 	fence fence.SQL
+	// table is the ledger's table and the fenced resource; sharded fences it per slot.
+	table   string
+	sharded bool
 }
 
 func (l *ledger) create(ctx context.Context) error {
@@ -36,29 +40,33 @@ func (l *ledger) create(ctx context.Context) error {
 	if l.fence.Dialect == fence.Postgres {
 		id = "BIGSERIAL PRIMARY KEY"
 	}
-	_, err := l.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS ledger (id `+id+`, token BIGINT NOT NULL, pod TEXT NOT NULL)`)
+	_, err := l.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+l.table+` (id `+id+`, token BIGINT NOT NULL, pod TEXT NOT NULL, slot INTEGER NOT NULL)`)
 	return err
 }
 
-// write records one entry for pod under token, or is refused as stale.
-func (l *ledger) write(ctx context.Context, pod string, token int64, zombie bool) (Write, error) {
-	w := Write{Pod: pod, Token: token, Zombie: zombie}
+// write records one entry for pod under token (in slot), or is refused as stale.
+func (l *ledger) write(ctx context.Context, pod string, token int64, slot int32, zombie bool) (Write, error) {
+	w := Write{Pod: pod, Token: token, Zombie: zombie, Slot: slot}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return w, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := l.fence.Accept(ctx, tx, "ledger", token); err != nil {
+	resource := l.table
+	if l.sharded {
+		resource = fence.ForSlot(l.table, slot)
+	}
+	if err := l.fence.Accept(ctx, tx, resource, token); err != nil {
 		if errors.Is(err, fence.ErrStaleToken) {
 			return w, nil
 		}
 		return w, err
 	}
-	insert := `INSERT INTO ledger (token, pod) VALUES (?1, ?2) RETURNING id`
+	insert := `INSERT INTO ` + l.table + ` (token, pod, slot) VALUES (?1, ?2, ?3) RETURNING id`
 	if l.fence.Dialect == fence.Postgres {
-		insert = `INSERT INTO ledger (token, pod) VALUES ($1, $2) RETURNING id`
+		insert = `INSERT INTO ` + l.table + ` (token, pod, slot) VALUES ($1, $2, $3) RETURNING id`
 	}
-	if err := tx.QueryRowContext(ctx, insert, token, pod).Scan(&w.Row); err != nil {
+	if err := tx.QueryRowContext(ctx, insert, token, pod, slot).Scan(&w.Row); err != nil {
 		return w, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -69,7 +77,7 @@ func (l *ledger) write(ctx context.Context, pod string, token int64, zombie bool
 }
 
 func (l *ledger) rows(ctx context.Context) ([]Row, error) {
-	rs, err := l.db.QueryContext(ctx, `SELECT id, token FROM ledger ORDER BY id`)
+	rs, err := l.db.QueryContext(ctx, `SELECT id, token, slot FROM `+l.table+` ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +85,7 @@ func (l *ledger) rows(ctx context.Context) ([]Row, error) {
 	var out []Row
 	for rs.Next() {
 		var r Row
-		if err := rs.Scan(&r.ID, &r.Token); err != nil {
+		if err := rs.Scan(&r.ID, &r.Token, &r.Slot); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -94,6 +102,7 @@ type holders struct {
 	cfg         *rest.Config
 	c           client.Client
 	ns, lease   string
+	sharded     bool // the FencedLease has slots: a holder per slot
 	leaseLength time.Duration
 	ledger      *ledger
 	zombieEvery int64
@@ -108,12 +117,12 @@ type holders struct {
 
 func (hs *holders) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		if pod, token, ok := hs.granted(ctx); ok {
+		for _, g := range hs.granted(ctx) {
 			hs.mu.Lock()
-			if !hs.started[token] {
-				hs.started[token] = true
+			if !hs.started[g.token] {
+				hs.started[g.token] = true
 				hs.wg.Add(1)
-				go hs.hold(ctx, pod, token, hs.zombieEvery > 0 && rand.Int64N(hs.zombieEvery) == 0)
+				go hs.hold(ctx, g, hs.zombieEvery > 0 && rand.Int64N(hs.zombieEvery) == 0)
 			}
 			hs.mu.Unlock()
 		}
@@ -125,20 +134,39 @@ func (hs *holders) run(ctx context.Context) {
 	hs.wg.Wait()
 }
 
-// granted finds the pod the grant was finished for: the status names it, and the pod
+// grant is one a holder starts on.
+type grant struct {
+	pod   string
+	token int64
+	slot  int32
+}
+
+// granted finds the pods the grants were finished for: the status names each, and the pod
 // carries the token and lost its scheduling gate — the moment a real pod could start.
-func (hs *holders) granted(ctx context.Context) (string, int64, bool) {
+func (hs *holders) granted(ctx context.Context) []grant {
 	fl := &fencingv1.FencedLease{}
-	if hs.c.Get(ctx, client.ObjectKey{Namespace: hs.ns, Name: hs.lease}, fl) != nil || fl.Status.Holder == nil {
-		return "", 0, false
+	if hs.c.Get(ctx, client.ObjectKey{Namespace: hs.ns, Name: hs.lease}, fl) != nil {
+		return nil
 	}
-	g := fl.Status.Holder
-	p := &corev1.Pod{}
-	if hs.c.Get(ctx, client.ObjectKey{Namespace: hs.ns, Name: g.PodName}, p) != nil || p.UID != g.PodUID ||
-		p.Annotations[fencingv1.TokenAnnotation] != strconv.FormatInt(g.Token, 10) || len(p.Spec.SchedulingGates) > 0 {
-		return "", 0, false
+	named := map[int32]*fencingv1.Holder{}
+	if fl.Status.Holder != nil {
+		named[0] = fl.Status.Holder
 	}
-	return g.PodName, g.Token, true
+	for _, s := range fl.Status.Slots {
+		if s.Holder != nil {
+			named[s.Slot] = s.Holder
+		}
+	}
+	var out []grant
+	for slot, g := range named {
+		p := &corev1.Pod{}
+		if hs.c.Get(ctx, client.ObjectKey{Namespace: hs.ns, Name: g.PodName}, p) != nil || p.UID != g.PodUID ||
+			p.Annotations[fencingv1.TokenAnnotation] != strconv.FormatInt(g.Token, 10) || len(p.Spec.SchedulingGates) > 0 {
+			continue
+		}
+		out = append(out, grant{g.PodName, g.Token, slot})
+	}
+	return out
 }
 
 // cuttable is a holder's link to the API server.
@@ -154,8 +182,9 @@ func (c *cuttable) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.rt.RoundTrip(r)
 }
 
-func (hs *holders) hold(ctx context.Context, pod string, token int64, zombie bool) {
+func (hs *holders) hold(ctx context.Context, g grant, zombie bool) {
 	defer hs.wg.Done()
+	pod, token := g.pod, g.token
 	link := &cuttable{}
 	cfg := rest.CopyConfig(hs.cfg)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { link.rt = rt; return link }
@@ -164,20 +193,21 @@ func (hs *holders) hold(ctx context.Context, pod string, token int64, zombie boo
 		hs.fail(err)
 		return
 	}
-	h, err := holder.Start(ctx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: hs.ns, LeaseName: hs.lease, Identity: pod, Token: token})
+	h, err := holder.Start(ctx, holder.Config{Leases: holder.ClientGo(cs.CoordinationV1()), Namespace: hs.ns, LeaseName: hs.lease, Identity: pod, Token: token,
+		Sharded: hs.sharded, Slot: g.slot})
 	if err != nil {
 		return // revoked, or the API server was away: never confirmed, never worked
 	}
-	life := Life{Pod: pod, Token: token, Confirmed: time.Now()}
+	life := Life{Pod: pod, Token: token, Confirmed: time.Now(), Slot: g.slot}
 	if zombie {
 		link.cut.Store(true)
 		for end := time.Now().Add(3 * hs.leaseLength); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
-			hs.write(ctx, pod, token, true) // ignores its lost grant: only the test's end stops it
+			hs.write(ctx, g, true) // ignores its lost grant: only the test's end stops it
 		}
 		return
 	}
 	for end := time.Now().Add(600 * time.Millisecond); h.Context().Err() == nil && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		hs.write(h.Context(), pod, token, false)
+		hs.write(h.Context(), g, false)
 	}
 	if h.Context().Err() == nil {
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -193,11 +223,11 @@ func (hs *holders) hold(ctx context.Context, pod string, token int64, zombie boo
 
 // write decides by ctx whether to start a write; once started, the write runs to its
 // end (a cancelled commit could have landed unseen), and the fence judges it.
-func (hs *holders) write(ctx context.Context, pod string, token int64, zombie bool) {
+func (hs *holders) write(ctx context.Context, g grant, zombie bool) {
 	if ctx.Err() != nil {
 		return
 	}
-	w, err := hs.ledger.write(context.Background(), pod, token, zombie)
+	w, err := hs.ledger.write(context.Background(), g.pod, g.token, g.slot, zombie)
 	if err != nil {
 		hs.fail(err)
 		return

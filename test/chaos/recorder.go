@@ -97,13 +97,14 @@ func (r *Recorder) pod(o runtime.Object, deleted bool) {
 		state = ""
 	}
 	token, _ := strconv.ParseInt(p.Annotations[fencingv1.TokenAnnotation], 10, 64)
+	slot, _ := strconv.ParseInt(p.Annotations[fencingv1.SlotAnnotation], 10, 32)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev, seen := r.lastState[string(p.UID)]; seen && prev == state {
 		return
 	}
 	r.lastState[string(p.UID)] = state
-	r.states = append(r.states, StateChange{At: time.Now(), Pod: p.Name, UID: p.UID, State: state, Token: token})
+	r.states = append(r.states, StateChange{At: time.Now(), Pod: p.Name, UID: p.UID, State: state, Token: token, Slot: int32(slot)})
 }
 
 // relisted records the pods of a fresh list, and every pod seen before that is not in it
@@ -126,20 +127,22 @@ func (r *Recorder) relisted(pods []corev1.Pod) {
 
 func (r *Recorder) lease(o runtime.Object, name string) {
 	l, ok := o.(*coordinationv1.Lease)
-	if !ok || l.Name != name || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
-		return
+	if !ok || l.Labels[fencingv1.LeaseLabel] != name || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
+		return // not one of the FencedLease's (slot 0's is its name, slot k's name-slot-k)
 	}
+	slot, _ := strconv.ParseInt(l.Labels[fencingv1.SlotLabel], 10, 32)
 	if l.Spec.AcquireTime != nil && l.Spec.RenewTime.Equal(l.Spec.AcquireTime) {
 		return // the operator's grant, not yet renewed by its holder
 	}
 	token, _ := strconv.ParseInt(l.Annotations[fencingv1.TokenAnnotation], 10, 64)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.renewals = append(r.renewals, Renewal{Pod: *l.Spec.HolderIdentity, Token: token, At: l.Spec.RenewTime.Time})
+	r.renewals = append(r.renewals, Renewal{Pod: *l.Spec.HolderIdentity, Token: token, At: l.Spec.RenewTime.Time, Slot: int32(slot)})
 }
 
 func (r *Recorder) pollRevocations(ctx context.Context, c client.Client, ns, name string) {
 	var last int64
+	seen := map[int64]bool{} // by token: each slot's last revocation, once
 	for ctx.Err() == nil {
 		fl := &fencingv1.FencedLease{}
 		if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl) == nil && fl.Status.Revocations != last {
@@ -147,6 +150,14 @@ func (r *Recorder) pollRevocations(ctx context.Context, c client.Client, ns, nam
 				r.mu.Lock()
 				r.revocations = append(r.revocations, Revocation{Pod: rv.PodName, Token: rv.Token, Reason: string(rv.Reason), At: rv.Time.Time})
 				r.mu.Unlock()
+			}
+			for _, s := range fl.Status.Slots {
+				if rv := s.LastRevocation; rv != nil && !seen[rv.Token] {
+					seen[rv.Token] = true
+					r.mu.Lock()
+					r.revocations = append(r.revocations, Revocation{Pod: rv.PodName, Token: rv.Token, Reason: string(rv.Reason), At: rv.Time.Time, Slot: s.Slot})
+					r.mu.Unlock()
+				}
 			}
 			last = fl.Status.Revocations
 		}

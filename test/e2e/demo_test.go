@@ -38,6 +38,9 @@ func TestDemo(t *testing.T) {
 				"invoice run tenant-7/2026-11 created with token 2",
 				"nothing charged twice (token 3)",
 				`REJECTED by the ledger: stale fencing token for "invoices/tenant-7": offered 1`,
+				"ACT 2: FencedLease billing-shards/invoices with spec.holders: 3",
+				`slot 1: REJECTED by the ledger: stale fencing token for "invoices/slot-1"`,
+				"ok   slots 0 and 2 never stopped",
 				"RESULT: the invariant held",
 			} {
 				if !strings.Contains(string(out), want) {
