@@ -79,6 +79,7 @@
 //	H3. No release within the grace period: cut off, revoked as HandoffTimeout.
 //	H4. A Warm successor is never asked for; it is granted first when the holder's grant ends.
 //	H5. A request whose successor no longer waits (a rollback, a delete) is withdrawn; the grant stays.
+//	H6. A slot removed by lowering spec.holders asks its holder to hand off to no one (slotRemovedRule).
 //
 // Authority (the rules that keep others from forging a grant):
 //

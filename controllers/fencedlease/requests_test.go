@@ -126,6 +126,44 @@ var _ = Describe("Requests per renewal (issue 10)", func() {
 		Expect(getFL(ns, "invoices").Status.Holder.PodName).To(Equal("a"))
 	})
 
+	It("sends no request at all while the holders of a FencedLease's three slots renew (issue 49)", func() {
+		ns := newNamespace()
+		counter := &requestCounter{}
+		startController(ns, controllerOpts{id: "counted", wrap: func(rt http.RoundTripper) http.RoundTripper {
+			counter.rt = rt
+			return counter
+		}})
+		createSlotsFL(ns, "invoices", 2, 3)
+		for _, p := range []string{"a", "b", "c"} {
+			createPod(ns, p, "invoices")
+		}
+		leases := []string{"invoices", "invoices-slot-1", "invoices-slot-2"}
+		for i, p := range []string{"a", "b", "c"} {
+			expectSlot(ns, "invoices", int32(i), p, int64(i+1))
+			renew(ns, leases[i])
+		}
+		Eventually(func(g Gomega) {
+			for _, s := range getFL(ns, "invoices").Status.Slots {
+				g.Expect(s.Holder.FirstRenewTime).NotTo(BeNil(), "slot %d's first renewal recorded", s.Slot)
+			}
+		}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+
+		const window, interval = 4 * time.Second, 100 * time.Millisecond
+		counter.start()
+		var stops []func()
+		for _, l := range leases {
+			stops = append(stops, keepRenewing(ns, l, interval))
+		}
+		time.Sleep(window)
+		for _, stop := range stops {
+			stop()
+		}
+		seen := counter.stop()
+		GinkgoWriter.Printf("%d renewals: operator requests %v\n", 3*int(window/interval), seen)
+		Expect(seen).To(BeEmpty(), "no request at all while only renewals happen")
+		Expect(getFL(ns, "invoices").Status.Holding).To(Equal("3/3"))
+	})
+
 	// R2: once the status records the first renewal, a renewal is observed as its Lease
 	// event arrives and queues no reconcile; the pass the expiry timer brings judges the
 	// grant on that observation, so the revocation still counts from the last renewal.

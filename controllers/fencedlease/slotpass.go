@@ -36,8 +36,9 @@ type slotPass struct {
 	// finalized: a slot released the finalizer of the deleted FencedLease.
 	finalized bool
 	// judged: the slot the pass is at decided (its pass did not end before, on a cache
-	// behind this controller's writes).
-	judged bool
+	// behind this controller's writes); skipped: one did not, so the slots after it grant
+	// no one in this pass.
+	judged, skipped bool
 }
 
 // passSlots judges a FencedLease with slots one slot at a time, in order, each as a
@@ -51,7 +52,7 @@ func (r *Reconciler) passSlots(ctx context.Context, fl *fencingv1.FencedLease) (
 	var res ctrl.Result
 	for _, i := range p.indices() {
 		s := slotFrame{index: i, sharded: true, retired: i >= holdersOf(fl),
-			ordinal: fl.Spec.SlotAssignment == fencingv1.SlotAssignmentOrdinal, pass: p}
+			ordinal: fl.Spec.SlotAssignment == fencingv1.SlotAssignmentOrdinal, noGrant: p.skipped, pass: p}
 		s.others, s.othersHeld = p.othersOf(i)
 		p.judged = false
 		out, err := r.pass(ctx, slotView(p.fl, i, p.floor), s)
@@ -63,8 +64,10 @@ func (r *Reconciler) passSlots(ctx context.Context, fl *fencingv1.FencedLease) (
 		case p.finalized:
 			return ctrl.Result{}, nil
 		case !p.judged:
-			// The cache is behind: a later slot must not take the pod this one would have.
-			return res, nil
+			// The cache is behind for this slot (its own pods, written by the last pass):
+			// the later slots still judge their holders, but must not take the pod this
+			// one would have.
+			p.skipped = true
 		}
 	}
 	next := p.fl.DeepCopy()

@@ -29,6 +29,10 @@ type slotFrame struct {
 	retired bool
 	// ordinal: only the pod whose StatefulSet index is index may be granted this slot.
 	ordinal bool
+	// noGrant: an earlier slot of this pass could not be judged (its view was behind this
+	// process's own writes): this one judges its holder but grants no one, so it never
+	// takes the pod the earlier slot would have.
+	noGrant bool
 	// others are the pods another slot holds, last revoked, or names on its Lease, or
 	// that this pass granted another slot: never this slot's candidates, and never
 	// demoted by this slot's writes.
@@ -97,7 +101,7 @@ func (s slotFrame) visible(pods []corev1.Pod) []corev1.Pod {
 // granted: none for a retired slot; under Ordinal, the pod of its index alone.
 func (s slotFrame) mayGrant(waiting []*corev1.Pod) []*corev1.Pod {
 	switch {
-	case s.retired:
+	case s.retired || s.noGrant:
 		return nil
 	case !s.ordinal:
 		return waiting

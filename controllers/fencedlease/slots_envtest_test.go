@@ -63,6 +63,7 @@ var _ = Describe("Slots (spec.holders)", func() {
 		expectSlot(ns, "invoices", 2, "c", 3)
 	})
 
+	// H6, then H2 and H3 for a removed slot.
 	It("drains a removed slot through a hand-off when holders is lowered, and grants it again at once when raised", func() {
 		createSlotsFL(ns, "invoices", 15, 3)
 		for _, p := range []string{"a", "b", "c"} {

@@ -160,6 +160,9 @@ func TestSlotMayGrant(t *testing.T) {
 	if got := (slotFrame{index: 1, retired: true}).mayGrant(waiting); got != nil {
 		t.Fatalf("a removed slot grants no one: %v", got)
 	}
+	if got := (slotFrame{index: 1, noGrant: true}).mayGrant(waiting); got != nil {
+		t.Fatalf("a slot after one the pass could not judge grants no one: %v", got)
+	}
 	if got := (slotFrame{index: 1, ordinal: true}).mayGrant(waiting); len(got) != 1 || got[0] != b {
 		t.Fatalf("Ordinal: the pod of index 1 alone: %v", got)
 	}
@@ -190,6 +193,7 @@ func TestOthersOfASlot(t *testing.T) {
 	}
 }
 
+// H6: a removed slot's holder is asked to hand off to no one; raised again, withdrawn (H5).
 func TestSlotRemovedRule(t *testing.T) {
 	retired := func(in *input) { in.slot = slotFrame{index: 2, sharded: true, retired: true} }
 	runRuleTable(t, slotRemovedRule, []ruleCase{

@@ -140,6 +140,10 @@ func TestChaos(t *testing.T) {
 	if sh.Ledger, err = shardLed.rows(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if path := os.Getenv("CHAOS_HISTORY"); path != "" {
+		raw, _ := json.MarshalIndent(sh, "", " ")
+		_ = os.WriteFile(path+".slots", raw, 0o600)
+	}
 	sv := CheckSlots(sh, shardSlots)
 	t.Logf("FencedLease with %d slots: %s", shardSlots, summary(sh, len(sv)))
 	own := 0
