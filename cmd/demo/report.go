@@ -45,18 +45,25 @@ func report(ctx context.Context, tl *timeline, o options, k *kubelet, w *operato
 		return false, err
 	}
 	code1, _ := k.exitCode(workers[0])
-	checks := []struct {
-		ok   bool
-		what string
-	}{
+	return printChecks("CHECKS", []check{
 		{runs == 1, fmt.Sprintf("exactly one invoice run for tenant-7/2026-11 (found %d)", runs)},
 		{charges == len(customerNames), fmt.Sprintf("each customer charged once (%d charges for %d customers)", charges, len(customerNames))},
 		{code1 == exitStale, fmt.Sprintf("the paused scheduler's delayed write was rejected as stale (exit code %d)", code1)},
 		{fl.Status.LastRevocation != nil && fl.Status.LastRevocation.PodName == workers[0] && fl.Status.Revocations == 1,
 			"the paused scheduler was revoked, and only it"},
 		{slices.Equal(w.grants, []int64{1, 2, 3}), fmt.Sprintf("tokens granted in order 1, 2, 3 (saw %v)", w.grants)},
-	}
-	fmt.Println("\nCHECKS")
+	}), nil
+}
+
+// check is one part of an act's invariant.
+type check struct {
+	ok   bool
+	what string
+}
+
+// printChecks prints the checks under title and says whether all held.
+func printChecks(title string, checks []check) bool {
+	fmt.Println("\n" + title)
 	all := true
 	for _, c := range checks {
 		mark := "ok  "
@@ -65,7 +72,7 @@ func report(ctx context.Context, tl *timeline, o options, k *kubelet, w *operato
 		}
 		fmt.Printf("  %s %s\n", mark, c.what)
 	}
-	return all, nil
+	return all
 }
 
 // customerNames mirrors the example's customers (cmd/invoice-scheduler/ledger.go).

@@ -221,26 +221,13 @@ func reportShards(ctx context.Context, o options, k *kubelet, first map[int32]st
 	}
 	victimCode, _ := k.exitCode(victim)
 	s1 := slotStatus(fl, 1)
-	checks := []struct {
-		ok   bool
-		what string
-	}{
+	return printChecks("CHECKS (act 2)", []check{
 		{runs == len(shardTenants)*shardPeriods, fmt.Sprintf("exactly one invoice run per tenant and period: %d for %d tenants × %d periods", runs, len(shardTenants), shardPeriods)},
 		{victimCode == exitStale, fmt.Sprintf("the paused holder of slot 1 had its delayed write rejected as stale (exit code %d)", victimCode)},
 		{s1.LastRevocation != nil && s1.LastRevocation.PodName == victim && fl.Status.Revocations == 1, "slot 1's paused holder was revoked, and only it"},
 		{successor != "" && successor != victim, fmt.Sprintf("slot 1 failed over to %s", successor)},
 		{kept && carriedOn, fmt.Sprintf("slots 0 and 2 never stopped: never revoked, their holders (%s, %s) wrote %s runs while slot 1's was paused, and finished", first[0], first[2], during)},
-	}
-	fmt.Println("\nCHECKS (act 2)")
-	all := true
-	for _, c := range checks {
-		mark := "ok  "
-		if !c.ok {
-			mark, all = "FAIL", false
-		}
-		fmt.Printf("  %s %s\n", mark, c.what)
-	}
-	return all, nil
+	}), nil
 }
 
 // openReport opens the ledger read-only.

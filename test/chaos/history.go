@@ -131,9 +131,16 @@ func CheckSlots(h History, holders int) []string {
 			v = append(v, fmt.Sprintf("slot %d: %s", slot, s))
 		}
 	}
+	return append(v, checkHolding(h.States, holders)...)
+}
+
+// checkHolding: never more than limit pods Holding (or Draining) at once; every token
+// granted to one pod UID only.
+func checkHolding(states []StateChange, limit int) []string {
+	var v []string
 	holding := map[types.UID]int64{}
 	owner := map[int64]types.UID{}
-	for _, s := range h.States {
+	for _, s := range states {
 		if s.State != "Holding" && s.State != "Draining" {
 			delete(holding, s.UID)
 			continue
@@ -143,8 +150,11 @@ func CheckSlots(h History, holders int) []string {
 		}
 		owner[s.Token] = s.UID
 		holding[s.UID] = s.Token
-		if len(holding) > holders {
-			v = append(v, fmt.Sprintf("%d pods holding at %s, above %d slots: %v", len(holding), s.At.Format(time.RFC3339Nano), holders, holding))
+		switch n := len(holding); {
+		case n > limit && limit == 1:
+			v = append(v, fmt.Sprintf("two pods holding at %s: %v", s.At.Format(time.RFC3339Nano), holding))
+		case n > limit:
+			v = append(v, fmt.Sprintf("%d pods holding at %s, above %d slots: %v", n, s.At.Format(time.RFC3339Nano), limit, holding))
 		}
 	}
 	return v
@@ -204,26 +214,18 @@ func Check(h History) []string {
 }
 
 // checkStates: never two pods Holding (or Draining) at once; every token granted to one
-// pod UID only; each newly holding token above every token before it.
+// pod UID only (checkHolding); each newly holding token above every token before it.
 func checkStates(states []StateChange) []string {
-	var v []string
-	holding := map[types.UID]int64{}
-	owner := map[int64]types.UID{}
+	v := checkHolding(states, 1)
+	holding := map[types.UID]bool{}
 	var last int64
 	for _, s := range states {
-		_, was := holding[s.UID]
+		was := holding[s.UID]
 		if s.State != "Holding" && s.State != "Draining" {
 			delete(holding, s.UID)
 			continue
 		}
-		if o, ok := owner[s.Token]; ok && o != s.UID {
-			v = append(v, fmt.Sprintf("token %d held by two pods (%s and %s)", s.Token, o, s.UID))
-		}
-		owner[s.Token] = s.UID
-		holding[s.UID] = s.Token
-		if len(holding) > 1 {
-			v = append(v, fmt.Sprintf("two pods holding at %s: %v", s.At.Format(time.RFC3339Nano), holding))
-		}
+		holding[s.UID] = true
 		if !was {
 			if s.Token <= last {
 				v = append(v, fmt.Sprintf("pod %s began holding token %d after token %d", s.Pod, s.Token, last))
