@@ -8,9 +8,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
@@ -154,6 +156,60 @@ var _ = Describe("Slots (spec.holders)", func() {
 		createPod(ns, "d", "invoices")
 		createFL(ns, "invoices", 15, fencingv1.DeletePodPolicy)
 		expectHolder(ns, "invoices", "d", 4)
+	})
+
+	It("applies suspend, minFencingToken and the revocation delay to each slot, and names the slot in its events", func() {
+		createSlotsFL(ns, "invoices", 2, 2, func(fl *fencingv1.FencedLease) {
+			fl.Spec.Suspend = true
+			fl.Spec.MinFencingToken = 40
+			fl.Spec.RevocationDelaySeconds = 2
+		})
+		for _, p := range []string{"a", "b", "c"} {
+			createPod(ns, p, "invoices")
+		}
+		By("suspended: no slot grants")
+		Consistently(func(g Gomega) {
+			for _, p := range []string{"a", "b"} {
+				expectWaiting(g, ns, p)
+			}
+		}).WithTimeout(time.Second).WithPolling(poll).Should(Succeed())
+
+		By("resumed: every slot grants above minFencingToken")
+		Eventually(func(g Gomega) {
+			fl := getFL(ns, "invoices")
+			fl.Spec.Suspend = false
+			g.Expect(k8s.Update(ctx, fl)).To(Succeed())
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		expectSlot(ns, "invoices", 0, "a", 41)
+		expectSlot(ns, "invoices", 1, "b", 42)
+		stop := keepRenewing(ns, "invoices", 300*time.Millisecond)
+		defer stop()
+
+		By("slot 1's holder never renews: revoked, and its next grant waits out the lock-delay; slot 0 is untouched")
+		var revoked time.Time
+		Eventually(func(g Gomega) {
+			rv := getFL(ns, "invoices").Status.Slots[1].LastRevocation
+			g.Expect(rv).NotTo(BeNil())
+			g.Expect(rv.DelaySeconds).To(BeEquivalentTo(2))
+			revoked = rv.Time.Time
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		expectSlot(ns, "invoices", 1, "c", 43)
+		granted := getFL(ns, "invoices").Status.Slots[1].Holder.AcquireTime.Time
+		Expect(granted.Sub(revoked)).To(BeNumerically(">=", 2*time.Second-50*time.Millisecond), "the lock-delay")
+		expectSlot(ns, "invoices", 0, "a", 41)
+
+		Eventually(func(g Gomega) {
+			events := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			var notes []string
+			for _, e := range events.Items {
+				if e.Regarding.Kind == "FencedLease" {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement("slot 0: granted token 41 to pod a"))
+			g.Expect(notes).To(ContainElement(HavePrefix("slot 1: revoked token 42 of pod b: StartupDeadlineExceeded")))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 	})
 
 	DescribeTable("refuses spec.holders outside 1 to 100 with a clear message",
