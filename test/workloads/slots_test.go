@@ -190,8 +190,9 @@ var _ = Describe("Slots on real workload controllers (issue 49)", func() {
 			Eventually(func(g Gomega) {
 				fl := getFL(g, ns)
 				g.Expect(fl.Status.Slots).To(HaveLen(int(n)), "the removed slots drained")
+				// Every slot held at the new size (by a pod that renewed), under churn.
+				g.Expect(slotHolders(g, ns)).To(HaveLen(int(n)))
 			}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
-			time.Sleep(2 * time.Second)
 		}
 		stop()
 		<-done
