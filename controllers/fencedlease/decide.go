@@ -19,11 +19,11 @@ func classify(w world, h *fencingv1.Holder) input {
 	in := input{world: w, h: h}
 	if h == nil {
 		in.state = in.record.State(w.fl.Name, "", "", 0)
-		in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.recorded)
+		in.handedOver = handedOver(in.state, in.record, w.recorded)
 		return in
 	}
 	in.state = in.record.State(w.fl.Name, h.PodName, h.PodUID, h.Token)
-	in.handedOver = in.state == leaserecord.StateOther && in.record.Ahead(w.recorded)
+	in.handedOver = handedOver(in.state, in.record, w.recorded)
 	in.started = h.FirstRenewTime != nil || in.record.GrantRenewed(w.fl.Name, h.PodName, h.PodUID, h.Token)
 	in.revokeRequested = revokeRequested(w.fl, h)
 	in.limit = startupDeadline(h, w.fl)
@@ -45,6 +45,14 @@ func classify(w world, h *fencingv1.Holder) input {
 		}
 	}
 	return in
+}
+
+// handedOver: the Lease carries a grant above every token the status records — named
+// (the hand-over's compare-and-swap, X3 with G2, or G2 on an idle FencedLease), or
+// already released by its holder while the status write after it had not landed (an
+// operator that died in between): the status's grant, if any, ended on the Lease.
+func handedOver(state leaserecord.State, rec leaserecord.Record, recorded int64) bool {
+	return (state == leaserecord.StateOther || state == leaserecord.StateTombstone) && rec.GrantAbove(recorded)
 }
 
 // decide is the pass's decision on what was observed, with the plan that carries it out:
@@ -92,11 +100,14 @@ func judge(w world) decision {
 	waiting := grantorder.PassOver(grantorder.Candidates(w.pods, st, ended), grantorder.WithSilentNode(w.unfitNodes, d.revoked(), in.holder))
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
 	var next *transition
-	adopted := in.handedOver && st.Holder == nil
+	var adopted bool
+	if in.handedOver && st.Holder == nil {
+		if t, ok := adoptRule(w, in.record); ok {
+			next, adopted = &t, true // the grant the hand-over already made
+		}
+	}
 	switch {
 	case adopted:
-		t := adoptRule(w, in.record) // the grant the hand-over already made
-		next = &t
 	case delayLeft > 0 && st.Holder == nil:
 		d.requeueAfter = delayLeft // G1 waits out the lock-delay (X8)
 	default:
@@ -188,14 +199,25 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 // adoptRule: the Lease names the next grant already (the hand-over's compare-and-swap,
 // X3 with G2) and the status does not: the status records that grant as the Lease has it
 // (G1 after the fact), so a grant a Warm holder may already work under is never made
-// again to another pod. Its startup deadline counts from this process's first look.
-func adoptRule(w world, rec leaserecord.Record) transition {
+// again to another pod. Its startup deadline counts from this process's first look. A
+// grant its holder released already is recorded all the same — its pod is marked with its
+// token, so it is never granted again — and released by the next pass (L2); one whose pod
+// is gone has nobody to record: the token floor keeps its token spent. False when there
+// is no such pod.
+func adoptRule(w world, rec leaserecord.Record) (transition, bool) {
+	name := rec.Holder
+	if p := findPod(w.pods, rec.HolderUID); name == "" && p != nil {
+		name = p.Name
+	}
+	if name == "" {
+		return transition{}, false
+	}
 	acquire := rec.AcquireTime
 	if acquire == nil {
 		acquire = microTime(w.now)
 	}
 	h := fencingv1.Holder{
-		PodName:                rec.Holder,
+		PodName:                name,
 		PodUID:                 rec.HolderUID,
 		Token:                  rec.Token,
 		AcquireTime:            *acquire.DeepCopy(),
@@ -214,7 +236,7 @@ func adoptRule(w world, rec leaserecord.Record) transition {
 	if p := findPod(w.pods, rec.HolderUID); p != nil {
 		t.podCreated = p.CreationTimestamp.Time
 	}
-	return t
+	return t, true
 }
 
 // recordLastRenewal moves status.holder.lastRenewTime to the last renewal this process saw

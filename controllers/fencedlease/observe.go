@@ -85,7 +85,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 			}
 		}
 	}
-	if rec.Ahead(w.recorded) {
+	if rec.GrantAbove(w.recorded) {
 		w.grantedOnLeaseAt = w.memory.of(rec.HolderUID, rec.Token).grantedOnLeaseAt
 	}
 	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {

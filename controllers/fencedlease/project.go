@@ -73,6 +73,9 @@ func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLe
 	case h != nil && waitingOutCutOff(leaserecord.Read(lease), fl, h):
 		// Cut off (hand-off grace period over, or revoke requested): the Lease stays
 		// without a holder, so the holder's renewals are refused until it is revoked.
+	case h != nil && leaserecord.Read(lease).ReleasedBy(h.Token) && leaserecord.Read(lease).HolderUID == h.PodUID:
+		// Adopted off the Lease after its holder released it (adoptRule): never named
+		// again; the next pass records the release (L2).
 	case h != nil:
 		g := leaserecord.Grant{Holder: h.PodName, HolderUID: h.PodUID, Token: h.Token, AcquireTime: h.AcquireTime,
 			DurationSeconds: int32(grantDuration(h, fl).Seconds())}

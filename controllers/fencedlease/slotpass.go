@@ -33,6 +33,8 @@ type slotPass struct {
 	// claimed are, per slot judged in this pass, the pods its decision names: the grant
 	// that ended and the one that holds now.
 	claimed map[int32][]types.UID
+	// notes are what keeps each slot judged in this pass from granting (slotNotes).
+	notes slotNotes
 	// finalized: a slot released the finalizer of the deleted FencedLease.
 	finalized bool
 	// judged: the slot the pass is at decided (its pass did not end before, on a cache
@@ -71,7 +73,7 @@ func (r *Reconciler) passSlots(ctx context.Context, fl *fencingv1.FencedLease) (
 		}
 	}
 	next := p.fl.DeepCopy()
-	finishSlots(&next.Status, next, p.pods)
+	finishSlots(&next.Status, next, p.pods, p.notes)
 	if equality.Semantic.DeepEqual(next.Status, p.fl.Status) {
 		return res, nil
 	}
@@ -97,7 +99,7 @@ func (r *Reconciler) beginSlots(ctx context.Context, fl *fencingv1.FencedLease) 
 	if err := r.List(ctx, leases, client.InNamespace(fl.Namespace), client.MatchingLabels{fencingv1.LeaseLabel: fl.Name}); err != nil {
 		return nil, err
 	}
-	p := &slotPass{fl: fl, pods: pods, onLease: map[int32]leaserecord.Record{}, claimed: map[int32][]types.UID{}}
+	p := &slotPass{fl: fl, pods: pods, onLease: map[int32]leaserecord.Record{}, claimed: map[int32][]types.UID{}, notes: slotNotes{}}
 	for i := range leases.Items {
 		l := &leases.Items[i]
 		slot, ok := slotOfLease(fl.Name, l.Name)
@@ -149,7 +151,7 @@ func slotOfLease(flName, name string) (int32, bool) {
 func (p *slotPass) indices() []int32 {
 	out := slotIndices(p.fl)
 	for i, rec := range p.onLease {
-		if rec.Holder != "" && rec.HasHolderUID && !slices.Contains(out, i) {
+		if rec.HasHolderUID && !slices.Contains(out, i) {
 			out = append(out, i)
 		}
 	}
@@ -194,8 +196,12 @@ func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 		}
 	}
 	for j, rec := range p.onLease {
-		if j != i && rec.Holder != "" {
-			add(rec.HolderUID)
+		if j == i || !rec.HasHolderUID {
+			continue
+		}
+		add(rec.HolderUID) // named on its Lease, or released there and not yet recorded
+		if rec.Holder != "" && rec.GrantAbove(slotRecorded(&p.fl.Status, j)) {
+			held = true // a grant only its Lease records (G2): its pod may be at work
 		}
 	}
 	for j, uids := range p.claimed {
@@ -206,6 +212,19 @@ func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 		}
 	}
 	return others, held
+}
+
+// slotRecorded is the highest token status st records for slot j's grants.
+func slotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
+	s := slotOf(st, j)
+	var t int64
+	if s.Holder != nil {
+		t = s.Holder.Token
+	}
+	if s.LastRevocation != nil {
+		t = max(t, s.LastRevocation.Token)
+	}
+	return t
 }
 
 // decided records slot i's decision d, taken on w: the pods it names, and the token
@@ -224,6 +243,7 @@ func (p *slotPass) decided(i int32, w world, d decision) {
 			p.claimed[i] = append(p.claimed[i], ho.SuccessorUID)
 		}
 	}
+	p.notes.note(i, &d.status)
 	p.finalized = d.plan.has(releaseFinalizer)
 	p.judged = true
 }
@@ -234,7 +254,7 @@ func (p *slotPass) decided(i int32, w world, d decision) {
 func (r *Reconciler) writeSlotStatus(ctx context.Context, view *fencingv1.FencedLease, s slotFrame, d decision) error {
 	p := s.pass
 	next := p.fl.DeepCopy()
-	next.Status = withSlot(p.fl, s.index, &d.status, p.pods)
+	next.Status = withSlot(p.fl, s.index, &d.status, p.pods, p.notes)
 	if equality.Semantic.DeepEqual(next.Status, p.fl.Status) {
 		return nil
 	}

@@ -70,19 +70,12 @@ func slotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.Fenced
 // carries one the status does not record yet (a hand-over, a grant made on the Lease
 // first).
 func recordedToken(v *fencingv1.FencedLease) int64 {
-	var t int64
-	if h := v.Status.Holder; h != nil {
-		t = h.Token
-	}
-	if rv := v.Status.LastRevocation; rv != nil {
-		t = max(t, rv.Token)
-	}
-	return t
+	return slotRecorded(&v.Status, 0)
 }
 
 // withSlot is fl's status with slot i as its view's decided status v has it, and the
 // fields of the whole FencedLease recomputed from pods (its labeled pods).
-func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod) fencingv1.FencedLeaseStatus {
+func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod, notes slotNotes) fencingv1.FencedLeaseStatus {
 	st := *fl.Status.DeepCopy()
 	if len(st.Slots) == 0 {
 		st.Slots = []fencingv1.Slot{{Slot: 0, Holder: st.Holder, LastRevocation: st.LastRevocation}}
@@ -97,7 +90,7 @@ func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus
 	st.FencingToken = max(st.FencingToken, v.FencingToken)
 	st.Transitions, st.Revocations = v.Transitions, v.Revocations
 	st.ObservedGeneration = v.ObservedGeneration
-	finishSlots(&st, fl, pods)
+	finishSlots(&st, fl, pods, notes)
 	return st
 }
 
@@ -106,7 +99,7 @@ func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus
 // FencedLease: waiting, holding, the conditions. A FencedLease lowered to one slot keeps
 // listing it: going back to status.holder could lose a grant its Lease records and the
 // status does not yet.
-func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pods []corev1.Pod) {
+func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pods []corev1.Pod, notes slotNotes) {
 	n := holdersOf(fl)
 	st.Slots = slices.DeleteFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot >= n && s.Holder == nil })
 	for i := range n {
@@ -123,7 +116,7 @@ func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pod
 		}
 	}
 	st.Holding = fmt.Sprintf("%d/%d", held, n)
-	setSlotConditions(st, fl, held, n)
+	setSlotConditions(st, fl, held, n, notes)
 }
 
 // waitingForSlots are the candidates among pods that no slot names: the pods waiting
@@ -141,10 +134,46 @@ func waitingForSlots(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus) []*core
 	return slices.DeleteFunc(grantorder.Candidates(pods, &fencingv1.FencedLeaseStatus{}, ""), func(p *corev1.Pod) bool { return named[p.UID] })
 }
 
+// slotNotes are, per slot, what keeps it from granting that only its own pass saw: its
+// view's Held condition when that is LeaseConflict (a Lease of the slot's name the
+// operator did not create, A3) or RevocationDelayed (its lock-delay, X8).
+type slotNotes map[int32]metav1.Condition
+
+// note keeps slot i's Held condition from status v when it blocks the slot, and drops an
+// older one otherwise.
+func (n slotNotes) note(i int32, v *fencingv1.FencedLeaseStatus) {
+	c := meta.FindStatusCondition(v.Conditions, fencingv1.ConditionHeld)
+	if c != nil && (c.Reason == fencingv1.ReasonLeaseConflict || c.Reason == fencingv1.ReasonRevocationDelayed) {
+		n[i] = *c
+		return
+	}
+	delete(n, i)
+}
+
+// blocking is the note of the lowest slot kept from granting, a LeaseConflict (which
+// needs a user) before a lock-delay (which passes); nil when none is.
+func (n slotNotes) blocking() *metav1.Condition {
+	var out *metav1.Condition
+	var at int32
+	for i, c := range n {
+		better := out == nil || c.Reason == fencingv1.ReasonLeaseConflict && out.Reason != fencingv1.ReasonLeaseConflict ||
+			c.Reason == out.Reason && i < at
+		if better {
+			c := c
+			out, at = &c, i
+		}
+	}
+	if out != nil {
+		out.Message = fmt.Sprintf("slot %d: %s", at, out.Message)
+	}
+	return out
+}
+
 // setSlotConditions says, for a FencedLease with slots, whether pods hold slots (Held)
 // and whether it works as its spec asks (Ready): every slot held by a pod that renewed,
-// or free with nobody waiting for it.
-func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, held int, n int32) {
+// or free with nobody waiting for it. A slot that a foreign Lease or a lock-delay keeps
+// from granting (notes) says so, as a FencedLease of one grant does.
+func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, held int, n int32, notes slotNotes) {
 	var starting, free []string
 	for _, s := range st.Slots {
 		switch h := s.Holder; {
@@ -161,16 +190,27 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 	if held > 0 {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fencingv1.ConditionHeld, Status: metav1.ConditionTrue,
 			ObservedGeneration: fl.Generation, Reason: fencingv1.ReasonGranted, Message: summary})
-	} else {
-		setHeldCondition(st, fl, "", false) // why none holds: the reasons of a single grant
+	}
+	blocked := notes.blocking()
+	if held == 0 {
+		// Why none holds: the reasons of a single grant, or what keeps a slot from granting.
+		setHeldCondition(st, fl, "", false)
+		if blocked != nil && (blocked.Reason == fencingv1.ReasonLeaseConflict || st.Waiting > 0) {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fencingv1.ConditionHeld, Status: metav1.ConditionFalse,
+				ObservedGeneration: fl.Generation, Reason: blocked.Reason, Message: blocked.Message})
+		}
 	}
 	ready := metav1.Condition{Type: fencingv1.ConditionReady, ObservedGeneration: fl.Generation, Status: metav1.ConditionFalse}
 	switch {
+	case held > 0 && blocked != nil && blocked.Reason == fencingv1.ReasonLeaseConflict:
+		ready.Reason, ready.Message = blocked.Reason, summary+"; "+blocked.Message
 	case len(starting) > 0:
 		ready.Reason = fencingv1.ReasonHolderStarting
 		ready.Message = summary + "; not renewed yet: " + strings.Join(starting, ", ")
 	case held > 0 && (len(free) == 0 || st.Waiting == 0 || fl.Spec.Suspend):
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, fencingv1.ReasonHeld, summary
+	case held > 0 && blocked != nil:
+		ready.Reason, ready.Message = blocked.Reason, fmt.Sprintf("%s; %d pod(s) waiting; %s", summary, st.Waiting, blocked.Message)
 	case held > 0:
 		ready.Reason = fencingv1.ReasonWaiting
 		ready.Message = fmt.Sprintf("%s; %d pod(s) waiting", summary, st.Waiting)
@@ -183,6 +223,6 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 
 // sameSlotStatus is true when writing slot i as view status v decided it would change
 // nothing in fl's status.
-func sameSlotStatus(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod) bool {
-	return equality.Semantic.DeepEqual(withSlot(fl, i, v, pods), fl.Status)
+func sameSlotStatus(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod, notes slotNotes) bool {
+	return equality.Semantic.DeepEqual(withSlot(fl, i, v, pods, notes), fl.Status)
 }

@@ -147,7 +147,15 @@ func (r Record) CutOff(token int64) bool { return r.Cleared(token) && !r.HasHold
 // token: the operator's hand-over moved the grant on the Lease in one compare-and-swap,
 // and a status that shows token does not record it yet.
 func (r Record) Ahead(token int64) bool {
-	return r.Exists && r.Holder != "" && r.HasHolderUID && r.Token > token
+	return r.GrantAbove(token) && r.Holder != ""
+}
+
+// GrantAbove is true when the Lease carries a grant with a token above token, held or
+// already released by its holder (its UID is kept until the operator records the
+// release): the grant of token ended on the Lease, and a status that shows token records
+// neither that end nor the grant after it.
+func (r Record) GrantAbove(token int64) bool {
+	return r.Exists && r.HasHolderUID && r.Token > token
 }
 
 // State is the Lease's state as seen from one FencedLease, relative to the grant of
