@@ -66,7 +66,9 @@ func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLe
 		}
 	}
 	tokenChanges := leaserecord.Own(want, fl.Name, token)
-	if s.index > 0 {
+	if s.sharded {
+		// Slot 0's too: a holder learns from the Lease it is granted on that it holds a
+		// slot, and which (leaserecord.Record.InSlots).
 		want.Labels[fencingv1.SlotLabel] = strconv.Itoa(int(s.index))
 	}
 	switch h := st.Holder; {

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -134,11 +133,3 @@ func slotBase(key types.NamespacedName) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: key.Namespace, Name: name}, ok
 }
 
-// leaseSlot is the slot a Lease of the operator's is for: its slot label; 0 without one.
-func leaseSlot(l *coordinationv1.Lease) int32 {
-	i, err := strconv.ParseInt(l.Labels[fencingv1.SlotLabel], 10, 32)
-	if err != nil || i < 0 {
-		return 0
-	}
-	return int32(i)
-}

@@ -75,7 +75,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("looking up FencedLease %q: %w", lease, err))
 	}
 	before := pod.DeepCopy()
-	if err := mutate(pod, lease, fl.Spec.Standby, fl.Spec.Holders > 1, h.agentImage); err != nil {
+	if err := mutate(pod, lease, fl.Spec.Standby, h.agentImage); err != nil {
 		return admission.Denied(err.Error())
 	}
 	patches, err := patchFor(before, pod)

@@ -94,7 +94,7 @@ func TestHandlerPatchesOnlyWhatItAdds(t *testing.T) {
 	if err := json.Unmarshal([]byte(futurePod), &want); err != nil {
 		t.Fatal(err)
 	}
-	if err := mutate(&want, "invoices", fencingv1.StandbyCold, false, "agent:v1"); err != nil {
+	if err := mutate(&want, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
 		t.Fatal(err)
 	}
 	if !equality.Semantic.DeepEqual(seen, want) {

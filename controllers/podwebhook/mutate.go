@@ -18,7 +18,7 @@ import (
 // scheduling gate, a Warm one none (it is scheduled and runs while it waits). It is
 // idempotent: a pod it already mutated comes out unchanged. agentImage is the image of
 // the renewal sidecar.
-func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, sharded bool, agentImage string) error {
+func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, agentImage string) error {
 	if pod.Spec.NodeName != "" {
 		return fmt.Errorf("spec.nodeName is set (%s): a pod bound to a node when it is created cannot be held back by a scheduling gate, "+
 			"so it could start before it is granted; remove spec.nodeName and choose the node with nodeSelector or node affinity", pod.Spec.NodeName)
@@ -54,7 +54,7 @@ func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, sharded b
 	if mode == fencingv1.StandbyCold && !hasGate(pod) {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate})
 	}
-	if err := ensureVolume(pod, downwardVolume(sharded)); err != nil {
+	if err := ensureVolume(pod, downwardVolume()); err != nil {
 		return err
 	}
 	agent := pod.Annotations[fencingv1.AgentAnnotation] == "true"
@@ -68,7 +68,7 @@ func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, sharded b
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
-			if err := inject(&list[i], lease, mode, sharded); err != nil {
+			if err := inject(&list[i], lease, mode); err != nil {
 				return err
 			}
 			if !agent {
@@ -91,7 +91,7 @@ func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, sharded b
 // annotation is not there: the variable would resolve to an empty string for good, so
 // it gets none, and its workload takes the token from the grant it waits for (hold,
 // pkg/holder, the agent).
-func fencingEnv(lease string, mode fencingv1.StandbyMode, sharded bool) []corev1.EnvVar {
+func fencingEnv(lease string, mode fencingv1.StandbyMode) []corev1.EnvVar {
 	field := func(path string) *corev1.EnvVarSource {
 		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
 	}
@@ -104,21 +104,20 @@ func fencingEnv(lease string, mode fencingv1.StandbyMode, sharded bool) []corev1
 		corev1.EnvVar{Name: fencingv1.EnvLeaseNamespace, ValueFrom: field("metadata.namespace")},
 		corev1.EnvVar{Name: fencingv1.EnvHolderIdentity, ValueFrom: field("metadata.name")},
 		corev1.EnvVar{Name: fencingv1.EnvHolderUID, ValueFrom: field("metadata.uid")},
+		// The slot annotation, written with the token on a holder of a FencedLease with
+		// slots: empty until granted, and without slots. Injected into every candidate,
+		// whatever spec.holders is now: it may be raised after the pod was admitted.
+		corev1.EnvVar{Name: fencingv1.EnvSlot, ValueFrom: field("metadata.annotations['" + fencingv1.SlotAnnotation + "']")},
 	)
-	if sharded {
-		// Set (empty until granted) only in a FencedLease with slots: pkg/holder and the
-		// agent take its presence to wait on every slot's Lease.
-		env = append(env, corev1.EnvVar{Name: fencingv1.EnvSlot, ValueFrom: field("metadata.annotations['" + fencingv1.SlotAnnotation + "']")})
-	}
 	return env
 }
 
-func inject(c *corev1.Container, lease string, mode fencingv1.StandbyMode, sharded bool) error {
+func inject(c *corev1.Container, lease string, mode fencingv1.StandbyMode) error {
 	if mode == fencingv1.StandbyWarm && findEnv(c.Env, fencingv1.EnvToken) >= 0 {
 		return fmt.Errorf("container %q sets %s: in a Warm FencedLease the token is not known when containers start; "+
 			"the workload gets it from fencedlease hold, pkg/holder or the agent once granted", c.Name, fencingv1.EnvToken)
 	}
-	for _, want := range fencingEnv(lease, mode, sharded) {
+	for _, want := range fencingEnv(lease, mode) {
 		i := findEnv(c.Env, want.Name)
 		if i < 0 {
 			c.Env = append(c.Env, want)
@@ -147,18 +146,16 @@ func ensureMount(c *corev1.Container, mount corev1.VolumeMount) error {
 	return nil
 }
 
-// downwardVolume holds the token and state annotations as files that follow them live,
-// and the slot annotation in a FencedLease with slots.
-func downwardVolume(sharded bool) corev1.Volume {
+// downwardVolume holds the token, state and slot annotations as files that follow them
+// live (slot is empty without slots).
+func downwardVolume() corev1.Volume {
 	file := func(name, annotation string) corev1.DownwardAPIVolumeFile {
 		return corev1.DownwardAPIVolumeFile{Path: name, FieldRef: &corev1.ObjectFieldSelector{
 			APIVersion: "v1", FieldPath: "metadata.annotations['" + annotation + "']",
 		}}
 	}
-	items := []corev1.DownwardAPIVolumeFile{file("token", fencingv1.TokenAnnotation), file("state", fencingv1.StateAnnotation)}
-	if sharded {
-		items = append(items, file("slot", fencingv1.SlotAnnotation))
-	}
+	items := []corev1.DownwardAPIVolumeFile{file("token", fencingv1.TokenAnnotation), file("state", fencingv1.StateAnnotation),
+		file("slot", fencingv1.SlotAnnotation)}
 	return corev1.Volume{Name: fencingv1.VolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 		Items:       items,
 		DefaultMode: ptr.To[int32](0o444),

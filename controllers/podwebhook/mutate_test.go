@@ -24,11 +24,11 @@ func candidate() *corev1.Pod {
 func TestMutateIsIdempotent(t *testing.T) {
 	p := candidate()
 	p.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
-	if err := mutate(p, "invoices", fencingv1.StandbyCold, false, "agent:v1"); err != nil {
+	if err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
 		t.Fatal(err)
 	}
 	once := p.DeepCopy()
-	if err := mutate(p, "invoices", fencingv1.StandbyCold, false, "agent:v1"); err != nil {
+	if err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
 		t.Fatalf("second application refused: %v", err)
 	}
 	if !equality.Semantic.DeepEqual(once, p) {
@@ -38,7 +38,7 @@ func TestMutateIsIdempotent(t *testing.T) {
 		t.Fatalf("want the agent first among %d init containers: %+v", n, p.Spec.InitContainers)
 	}
 	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-		if len(c.Env) != 5 || len(c.VolumeMounts) != 2 {
+		if len(c.Env) != 6 || len(c.VolumeMounts) != 2 {
 			t.Fatalf("container %s: env %v mounts %v", c.Name, c.Env, c.VolumeMounts)
 		}
 		// The agent's state folder: the agent writes it, the workload reads it.
@@ -55,7 +55,7 @@ func TestMutateIsIdempotent(t *testing.T) {
 // Without the agent, no state folder: nothing writes it.
 func TestMutateWithoutAgentAddsNoStateFolder(t *testing.T) {
 	p := candidate()
-	if err := mutate(p, "invoices", fencingv1.StandbyCold, false, "agent:v1"); err != nil {
+	if err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Spec.Volumes) != 1 || len(p.Spec.Containers[0].VolumeMounts) != 1 {
@@ -90,7 +90,7 @@ func TestMutateRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := candidate()
 			tc.edit(p)
-			err := mutate(p, "invoices", fencingv1.StandbyCold, false, "agent:v1")
+			err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
@@ -101,11 +101,11 @@ func TestMutateRefusals(t *testing.T) {
 func TestMutateAcceptsWhatItWouldWriteItself(t *testing.T) {
 	p := candidate()
 	p.Annotations = map[string]string{fencingv1.StateAnnotation: "Waiting"}
-	p.Spec.Containers[0].Env = fencingEnv("invoices", fencingv1.StandbyCold, false)[:1]
-	if err := mutate(p, "invoices", fencingv1.StandbyCold, false, "agent:v1"); err != nil {
+	p.Spec.Containers[0].Env = fencingEnv("invoices", fencingv1.StandbyCold)[:1]
+	if err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Spec.Containers[0].Env) != 5 {
+	if len(p.Spec.Containers[0].Env) != 6 {
 		t.Fatalf("env = %v", p.Spec.Containers[0].Env)
 	}
 }

@@ -68,7 +68,8 @@ var _ = Describe("Pod admission", func() {
 		}
 		Expect(files).To(ConsistOf(
 			"token=metadata.annotations['fencing.fencedlease.io/token']",
-			"state=metadata.annotations['fencing.fencedlease.io/state']"))
+			"state=metadata.annotations['fencing.fencedlease.io/state']",
+			"slot=metadata.annotations['fencing.fencedlease.io/slot']"))
 		Expect(p.Spec.InitContainers).To(HaveLen(1), "no agent unless asked for")
 	})
 

@@ -58,15 +58,15 @@ func Run(ctx context.Context, cfg holder.Config, opts Options, log logr.Logger) 
 		// A Warm standby: publish Waiting, and wait on a watch of the Lease until it names
 		// this pod; from then on the agent holds the grant as in a Cold pod.
 		log.Info("waiting for the grant", "lease", cfg.LeaseName)
-		token, slot, err := holder.WaitForSlotGrant(ctx, cfg)
+		granted, err := holder.Granted(ctx, cfg)
 		if err != nil {
 			return nil // the pod is stopping
 		}
-		cfg.Token, cfg.Slot = token, slot
+		cfg = granted // token and slot as the Lease granted them
 		if cfg.Sharded {
-			board.setSlot(slot)
+			board.setSlot(cfg.Slot)
 		}
-		board.set(StateStarting, token, nil, "")
+		board.set(StateStarting, cfg.Token, nil, "")
 	}
 	cfg.Callbacks.OnRenewed = func(deadline time.Time) { board.renewed(cfg.Token, deadline) }
 	cfg.Callbacks.OnDraining = func(successor string) {

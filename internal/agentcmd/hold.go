@@ -60,8 +60,11 @@ func Hold(args []string) (int, error) {
 	ctx := signalContext()
 	cfg := holder.Config{Leases: leases, Namespace: *namespace, LeaseName: *lease, Identity: *identity, StopGrace: *grace,
 		UID: types.UID(*uid)}
-	// A FencedLease with slots injects FENCING_SLOT: empty until granted.
-	slot, sharded := os.LookupEnv(fencingv1.EnvSlot)
+	// FENCING_SLOT comes from the slot annotation: empty until granted, and in a
+	// FencedLease without slots. A Warm standby learns its slot from the Lease it is
+	// granted on.
+	slot := os.Getenv(fencingv1.EnvSlot)
+	sharded := slot != ""
 	cfg.Sharded = sharded
 	if raw := os.Getenv(fencingv1.EnvToken); raw != "" {
 		// A Cold candidate: started once granted, with its token (and slot).

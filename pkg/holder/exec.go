@@ -65,7 +65,7 @@ func Exec(ctx context.Context, cfg Config, cmd *exec.Cmd) (ExecResult, error) {
 		fencingv1.EnvLeaseName+"="+cfg.LeaseName,
 		fencingv1.EnvLeaseNamespace+"="+cfg.Namespace,
 		fencingv1.EnvHolderIdentity+"="+cfg.Identity)
-	if cfg.Sharded {
+	if h.cfg.Sharded { // the grant says so, whatever the environment did
 		cmd.Env = append(cmd.Env, fencingv1.EnvSlot+"="+strconv.Itoa(int(h.Slot())))
 	}
 	if cmd.SysProcAttr == nil {

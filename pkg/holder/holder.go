@@ -43,9 +43,10 @@ type Config struct {
 	// UID is the pod's UID (FENCING_HOLDER_UID), optional: with it StartWhenGranted takes
 	// only a grant of this very pod, never one of an earlier pod of the same name.
 	UID types.UID
-	// Sharded says the FencedLease has slots (spec.holders above 1; FENCING_SLOT is in
-	// the environment): each slot has its own Lease, and StartWhenGranted waits on all of
-	// them. Slot is the slot granted (FENCING_SLOT), set by StartWhenGranted.
+	// Sharded says the grant is a slot's, in a FencedLease with slots (FENCING_SLOT is
+	// set, or the Lease granted is a slot's): each slot has its own Lease. Slot is the
+	// slot granted (FENCING_SLOT); StartWhenGranted sets both from the Lease it is
+	// granted on, and waits on every slot's Lease whatever they say.
 	Sharded bool
 	Slot    int32
 	// RenewInterval is how often to renew; default a third of the lease duration. Each
@@ -106,13 +107,14 @@ func (c Config) FromEnv() (Config, error) {
 			fencingv1.EnvToken, raw)
 	}
 	c.Token = t
-	if c.Sharded {
-		raw := os.Getenv(fencingv1.EnvSlot)
+	if raw := os.Getenv(fencingv1.EnvSlot); raw != "" {
+		// The slot annotation the operator wrote with the token: set only in a
+		// FencedLease with slots.
 		s, err := strconv.ParseInt(raw, 10, 32)
 		if err != nil || s < 0 {
 			return c, fmt.Errorf("%s=%q is not a granted slot", fencingv1.EnvSlot, raw)
 		}
-		c.Slot = int32(s)
+		c.Slot, c.Sharded = int32(s), true
 	}
 	return c, nil
 }
@@ -120,9 +122,6 @@ func (c Config) FromEnv() (Config, error) {
 // Lease is the name of the grant's Lease: the FencedLease's own, or its slot's
 // (fencingv1.SlotLeaseName).
 func (c Config) Lease() string {
-	if !c.Sharded {
-		return c.LeaseName
-	}
 	return fencingv1.SlotLeaseName(c.LeaseName, c.Slot)
 }
 
@@ -134,7 +133,7 @@ func (c Config) NamesFromEnv() (Config, error) {
 	c.LeaseName = os.Getenv(fencingv1.EnvLeaseName)
 	c.Identity = os.Getenv(fencingv1.EnvHolderIdentity)
 	c.UID = types.UID(os.Getenv(fencingv1.EnvHolderUID))
-	_, c.Sharded = os.LookupEnv(fencingv1.EnvSlot)
+	c.Sharded = os.Getenv(fencingv1.EnvSlot) != "" // "" until granted, and without slots
 	for _, name := range []string{fencingv1.EnvLeaseNamespace, fencingv1.EnvLeaseName, fencingv1.EnvHolderIdentity} {
 		if os.Getenv(name) == "" {
 			return c, fmt.Errorf("%s is not set: is this pod opted in?", name)

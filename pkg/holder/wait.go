@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -26,10 +24,10 @@ import (
 // on the Lease the watch delivered (no read in between), and renews as Start does. It
 // returns when ctx ends first.
 //
-// The wait is one watch on the one Lease (a field selector on its name), not a loop of
-// reads: a waiter costs the API server one long-lived watch, one read when it starts,
-// and one read and one new watch each time the API server ends the watch (every 5 to 10
-// minutes, or when it restarts).
+// The wait is one watch on the FencedLease's Leases (a label selector: its own, and one
+// per slot when it has slots), not a loop of reads: a waiter costs the API server one
+// long-lived watch, started anew each time the API server ends it (every 5 to 10
+// minutes, or when it restarts). The slot comes from the Lease that grants the pod.
 func StartWhenGranted(ctx context.Context, cfg Config) (*Holder, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -39,8 +37,7 @@ func StartWhenGranted(ctx context.Context, cfg Config) (*Holder, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Token = leaserecord.Read(lease).Token
-		cfg.Slot = slotOf(lease)
+		cfg = grantedConfig(cfg, lease)
 		// The first renewal builds on the Lease the watch delivered: no read between the
 		// grant and the work.
 		h, err := start(ctx, cfg, lease)
@@ -69,7 +66,28 @@ func WaitForSlotGrant(ctx context.Context, cfg Config) (token int64, slot int32,
 	if err != nil {
 		return 0, 0, err
 	}
-	return leaserecord.Read(lease).Token, slotOf(lease), nil
+	rec := leaserecord.Read(lease)
+	return rec.Token, rec.Slot, nil
+}
+
+// Granted is WaitForGrant that returns cfg completed from the grant: its Token, its Slot,
+// and Sharded when the Lease it is granted on is a slot's. The grant, not the pod's
+// environment, says so: a pod admitted before spec.holders was raised holds a slot all
+// the same.
+func Granted(ctx context.Context, cfg Config) (Config, error) {
+	lease, err := waitForGrant(ctx, cfg)
+	if err != nil {
+		return cfg, err
+	}
+	return grantedConfig(cfg, lease), nil
+}
+
+// grantedConfig is cfg with the grant lease names: token, slot, and whether it is a slot.
+func grantedConfig(cfg Config, lease *coordinationv1.Lease) Config {
+	rec := leaserecord.Read(lease)
+	cfg.Token, cfg.Slot = rec.Token, rec.Slot
+	cfg.Sharded = cfg.Sharded || rec.InSlots
+	return cfg
 }
 
 // waitForGrant returns the first Lease seen that grants cfg's pod.
@@ -81,19 +99,13 @@ func waitForGrant(ctx context.Context, cfg Config) (*coordinationv1.Lease, error
 	leases := cfg.Leases.Leases(cfg.Namespace)
 	retry := waitRetryMin
 	for {
-		granted, rv, err := grantedIn(ctx, leases, cfg)
+		granted, err := watchForGrant(ctx, leases, cfg)
 		if granted != nil {
 			return granted, nil
 		}
 		if err == nil {
-			granted, err = watchForGrant(ctx, leases, cfg, rv)
-			if granted != nil {
-				return granted, nil
-			}
-			if err == nil {
-				retry = waitRetryMin // the watch ended normally: start over at once
-				continue
-			}
+			retry = waitRetryMin // the watch ended normally: start over at once
+			continue
 		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
@@ -113,27 +125,6 @@ const (
 	waitRetryMax = 5 * time.Second
 )
 
-// grantedIn reads the Lease: the Lease when it grants cfg's pod (nil: not yet), and the
-// resourceVersion to watch from. A missing Lease is watched from the start.
-func grantedIn(ctx context.Context, leases LeaseClient, cfg Config) (*coordinationv1.Lease, string, error) {
-	if cfg.Sharded {
-		// Any slot's Lease may grant this pod: the watch from no version starts with
-		// every one there is.
-		return nil, "", nil
-	}
-	l, err := leases.Get(ctx, cfg.LeaseName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("reading Lease %s/%s: %w", cfg.Namespace, cfg.LeaseName, err)
-	}
-	if grants(l, cfg) {
-		return l, "", nil
-	}
-	return nil, l.ResourceVersion, nil
-}
-
 // grants is true when Lease l names cfg's pod (and its UID, when cfg has one) with a token.
 func grants(l *coordinationv1.Lease, cfg Config) bool {
 	rec := leaserecord.Read(l)
@@ -143,20 +134,16 @@ func grants(l *coordinationv1.Lease, cfg Config) bool {
 	return cfg.UID == "" || rec.HolderUID == cfg.UID // else an earlier pod of the same name
 }
 
-// watchForGrant watches the Lease from resourceVersion rv until it grants cfg's pod
-// (that Lease), the watch ends (nil, nil: read again), or it fails.
-func watchForGrant(ctx context.Context, leases LeaseClient, cfg Config, rv string) (*coordinationv1.Lease, error) {
+// watchForGrant watches every Lease of the FencedLease — one per slot; one without slots
+// — until one grants cfg's pod (that Lease), the watch ends (nil, nil: watch again), or
+// it fails. A watch from no version starts with every Lease there is. Whichever slot
+// grants the pod, it is found: the pod need not know, when it starts, that the
+// FencedLease has slots (spec.holders may be raised after it was admitted).
+func watchForGrant(ctx context.Context, leases LeaseClient, cfg Config) (*coordinationv1.Lease, error) {
 	// Like a reflector's: the API server ends the watch after 5 to 10 minutes, spread so
 	// that many waiters do not come back at once.
 	timeout := int64((5*time.Minute + rand.N(5*time.Minute)) / time.Second)
-	opts := metav1.ListOptions{
-		FieldSelector:   fields.OneTermEqualSelector("metadata.name", cfg.LeaseName).String(),
-		ResourceVersion: rv,
-		TimeoutSeconds:  ptr.To(timeout),
-	}
-	if cfg.Sharded {
-		opts.FieldSelector, opts.LabelSelector = "", fencingv1.LeaseLabel+"="+cfg.LeaseName
-	}
+	opts := metav1.ListOptions{LabelSelector: fencingv1.LeaseLabel + "=" + cfg.LeaseName, TimeoutSeconds: ptr.To(timeout)}
 	w, err := leases.Watch(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("watching Lease %s/%s: %w", cfg.Namespace, cfg.LeaseName, err)
@@ -180,14 +167,4 @@ func watchForGrant(ctx context.Context, leases LeaseClient, cfg Config, rv strin
 			}
 		}
 	}
-}
-
-// slotOf is the slot whose Lease l is: its slot label, 0 without one (slot 0's Lease has
-// the FencedLease's name and no slot label).
-func slotOf(l *coordinationv1.Lease) int32 {
-	s, err := strconv.ParseInt(l.Labels[fencingv1.SlotLabel], 10, 32)
-	if err != nil || s < 0 {
-		return 0
-	}
-	return int32(s)
 }

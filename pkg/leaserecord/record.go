@@ -48,6 +48,12 @@ type Record struct {
 	// CutOffReason is why the operator cut the holder off, where only the Lease records
 	// it (the cut-off-reason annotation); "" otherwise.
 	CutOffReason string
+	// Slot is the slot whose Lease this is (the slot label); InSlots is true when the
+	// label is there: the Lease of a FencedLease with slots, slot 0's too. A holder
+	// learns its slot from the Lease it is granted on, whatever spec.holders was when
+	// its pod was admitted.
+	Slot    int32
+	InSlots bool
 }
 
 // Read reads l, which may be nil (no Lease).
@@ -63,6 +69,11 @@ func Read(l *coordinationv1.Lease) Record {
 	r.HolderUID, r.HasHolderUID = types.UID(uid), has
 	if l.Spec.HolderIdentity != nil {
 		r.Holder = *l.Spec.HolderIdentity
+	}
+	if raw, ok := l.Labels[fencingv1.SlotLabel]; ok {
+		if s, err := strconv.ParseInt(raw, 10, 32); err == nil && s >= 0 {
+			r.Slot, r.InSlots = int32(s), true
+		}
 	}
 	if l.Spec.LeaseDurationSeconds != nil {
 		r.DurationSeconds = *l.Spec.LeaseDurationSeconds
