@@ -44,8 +44,7 @@ func TestAHandOverReleasedWhileTheOperatorWasDownStaysHandedOver(t *testing.T) {
 		t.Run(fmt.Sprintf("warm=%v", warm), func(t *testing.T) {
 			b := pod("b", t0.Add(time.Second))
 			if warm {
-				b.Annotations[fencingv1.StandbyAnnotation] = string(fencingv1.StandbyWarm)
-				b.Spec.SchedulingGates = nil
+				b = warmPod("b", t0.Add(time.Second))
 			}
 			f := newCASFixtureWaiting(t, b)
 			f.renew(t)

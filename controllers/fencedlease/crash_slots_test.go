@@ -82,10 +82,7 @@ func (f *casFixture) renewSlot(t *testing.T, i int32) {
 // releases; the restarted operator finishes a's revocation and never names a again, nor
 // grants b twice, while slot 1's holder renews throughout.
 func TestASlotHandOverReleasedWhileTheOperatorWasDownStaysHandedOver(t *testing.T) {
-	b := pod("b", t0.Add(time.Second))
-	b.Annotations[fencingv1.StandbyAnnotation] = string(fencingv1.StandbyWarm)
-	b.Spec.SchedulingGates = nil
-	f := newSlotsFixture(t, b)
+	f := newSlotsFixture(t, warmPod("b", t0.Add(time.Second)))
 	f.clock.Step(11 * time.Second)
 	f.renewSlot(t, 1)
 	f.reconcile(t) // slot 0 handed over to b on its Lease; the status waits for b's first renewal

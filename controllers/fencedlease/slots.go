@@ -132,4 +132,3 @@ func slotBase(key types.NamespacedName) (types.NamespacedName, bool) {
 	name, _, ok := strings.Cut(key.Name, "/")
 	return types.NamespacedName{Namespace: key.Namespace, Name: name}, ok
 }
-
