@@ -37,6 +37,8 @@ LONG_TESTS := ./test/realnode ./test/e2e ./test/chaos ./test/outages ./test/work
 	./test/authority ./internal/plugin ./pkg/holder ./hack/krew ./controllers/leadership
 TEST_PACKAGES ?= $(shell echo $$((3 * $$(getconf _NPROCESSORS_ONLN))))
 CHAOS_ROUNDS ?= 10
+# Generated histories of the protocol that make chaos runs (make test runs rapid's 100).
+HISTORIES ?= 10000
 
 .PHONY: all
 all: build
@@ -157,7 +159,8 @@ test: envtest nodes lint rules $(HELM) test-images ## Run every test (unit, envt
 	go test -race -count=1 -timeout 45m -p $(TEST_PACKAGES) $(LONG_TESTS) ./... -coverprofile cover.out $(GINKGO_FLAGS)
 
 .PHONY: chaos
-chaos: envtest nodes test-images ## The long fault-injection runs: two operator replicas with holders writing through the SQL fence (about an hour), then, as root, holders on real nodes frozen, cut off, their kubelet stopped, their node lost (about 4 min a round); each fault CHAOS_ROUNDS (10) times; prints the tables.
+chaos: envtest nodes test-images ## The long fault-injection runs: HISTORIES (10000) generated histories of the protocol against the controller (about 30 min), two operator replicas with holders writing through the SQL fence (about an hour), then, as root, holders on real nodes frozen, cut off, their kubelet stopped, their node lost (about 4 min a round); each fault CHAOS_ROUNDS (10) times; prints the tables.
+	go test -count=1 -timeout 90m ./controllers/fencedlease -run 'TestGeneratedHistories|TestEveryCrashPointOfAPass' -v -rapid.checks=$(HISTORIES) -rapid.nofailfile
 	go test -count=1 -timeout 150m ./test/chaos -run TestChaos -v -chaos.rounds=$(CHAOS_ROUNDS) -chaos.series=3 -chaos.long
 	go test -count=1 -timeout 150m ./test/realnode -run 'TestRealNodes/chaos' -v -realnode.chaos.rounds=$(CHAOS_ROUNDS)
 

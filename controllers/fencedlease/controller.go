@@ -86,6 +86,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if sharded(fl) {
 		return r.passSlots(ctx, fl)
 	}
+	if held, err := r.slotGrantOnLeases(ctx, fl); err != nil || held {
+		// Its status never listed the slots (spec.holders lowered to 1 before any slot's
+		// status write landed), yet a slot's Lease records a grant: judge the slots.
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.passSlots(ctx, fl)
+	}
 	return r.pass(ctx, fl, slotFrame{})
 }
 

@@ -100,17 +100,23 @@ func (v *invariants) note(format string, args ...any) {
 	v.history = append(v.history, fmt.Sprintf(format, args...))
 }
 
+// failer is what the invariants report to: a *testing.T, or a *rapid.T (which shrinks).
+type failer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // check reads every object of the fixture and fails on the first invariant broken.
-func (v *invariants) check(t *testing.T, c client.Client) {
+func (v *invariants) check(t failer, c client.Client) {
 	t.Helper()
 	ctx := context.Background()
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("%s\nhistory:\n  %s", fmt.Sprintf(format, args...), joinLines(v.history))
+		t.Fatalf("%s\nhistory:\n  %s\nobjects:\n  %s", fmt.Sprintf(format, args...), joinLines(v.history), joinLines(dump(c)))
 	}
 	leases := &coordinationv1.LeaseList{}
 	if err := c.List(ctx, leases, client.InNamespace(key.Namespace)); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	for i := range leases.Items {
 		l := &leases.Items[i]
@@ -133,7 +139,7 @@ func (v *invariants) check(t *testing.T, c client.Client) {
 	}
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(key.Namespace)); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	holding := map[string][]string{} // slot → pods Holding or Draining
 	total := 0
@@ -178,6 +184,50 @@ func (v *invariants) tokenNames(fail func(string, ...any), token int64, uid, whe
 		fail("token %d names two pods: %s, then %s on %s", token, was, uid, where)
 	}
 	v.tokenPod[token] = uid
+}
+
+// dump is what the API server holds, a line an object, for a failure's report.
+func dump(c client.Client) []string {
+	ctx := context.Background()
+	var out []string
+	fl := &fencingv1.FencedLease{}
+	if err := c.Get(ctx, key, fl); err == nil {
+		st := fl.Status
+		out = append(out, fmt.Sprintf("FencedLease holders=%d token=%d transitions=%d holder=%s slots=%s finalizers=%v deleting=%v",
+			holdersOf(fl), st.FencingToken, st.Transitions, holderLine(st.Holder), slotsLine(st.Slots), fl.Finalizers, fl.DeletionTimestamp != nil))
+	}
+	leases := &coordinationv1.LeaseList{}
+	_ = c.List(ctx, leases, client.InNamespace(key.Namespace))
+	for i := range leases.Items {
+		r := leaserecord.Read(&leases.Items[i])
+		out = append(out, fmt.Sprintf("Lease %s holder=%q uid=%q(%v) token=%d renewed=%v", leases.Items[i].Name, r.Holder, r.HolderUID, r.HasHolderUID, r.Token, r.Renewed()))
+	}
+	pods := &corev1.PodList{}
+	_ = c.List(ctx, pods, client.InNamespace(key.Namespace))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		out = append(out, fmt.Sprintf("Pod %s uid=%s labels=%v annotations=%v gates=%d", p.Name, p.UID, p.Labels, p.Annotations, len(p.Spec.SchedulingGates)))
+	}
+	return out
+}
+
+func holderLine(h *fencingv1.Holder) string {
+	if h == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s/%s#%d", h.PodName, h.PodUID, h.Token)
+}
+
+func slotsLine(slots []fencingv1.Slot) string {
+	out := ""
+	for _, s := range slots {
+		rv := "none"
+		if s.LastRevocation != nil {
+			rv = fmt.Sprintf("%s#%d(%s)", s.LastRevocation.PodName, s.LastRevocation.Token, s.LastRevocation.Reason)
+		}
+		out += fmt.Sprintf("[%d holder=%s revoked=%s]", s.Slot, holderLine(s.Holder), rv)
+	}
+	return out
 }
 
 func joinLines(lines []string) string {

@@ -86,13 +86,8 @@ func judge(w world) decision {
 		return d
 	}
 	// The token floor: the Lease's high-water token (a re-created FencedLease continues
-	// above it) and spec.minFencingToken (a restore continues above it). The latter from
-	// the next grant: a holder keeps its own token, on the Lease too, where its library
-	// reads it and would stop on any other.
+	// above it) and spec.minFencingToken (a restore continues above it; below).
 	st.FencingToken = max(st.FencingToken, in.record.Token, w.floor)
-	if st.Holder == nil {
-		st.FencingToken = max(st.FencingToken, fl.Spec.MinFencingToken)
-	}
 	var ended types.UID
 	if t := d.released(); t != nil {
 		ended = t.holder.PodUID
@@ -100,11 +95,23 @@ func judge(w world) decision {
 	waiting := grantorder.PassOver(grantorder.Candidates(w.pods, st, ended), grantorder.WithSilentNode(w.unfitNodes, d.revoked(), in.holder))
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
 	var next *transition
-	var adopted bool
+	var adopted, counted bool
 	if in.handedOver && st.Holder == nil {
 		if t, ok := adoptRule(w, in.record); ok {
 			next, adopted = &t, true // the grant the hand-over already made
+		} else if findPod(slices.Concat(w.pods, w.unlabeled), in.record.HolderUID) == nil {
+			// Made on the Lease and released there, its pod gone: nobody to record, but
+			// a grant was made — counted, its token spent, in a status write of this
+			// pass (a next grant's is then made status first).
+			st.Transitions++
+			counted = true
 		}
+	}
+	if st.Holder == nil && !adopted {
+		// spec.minFencingToken from the next grant on: a holder keeps its own token — an
+		// adopted one too — on the Lease as well, where its library reads it and would
+		// stop on any other.
+		st.FencingToken = max(st.FencingToken, fl.Spec.MinFencingToken)
 	}
 	switch {
 	case adopted:
@@ -117,7 +124,7 @@ func judge(w world) decision {
 	}
 	if next != nil {
 		d.grant = next
-		d.grantOnLease = !adopted && fl.Status.Holder == nil
+		d.grantOnLease = !adopted && !counted && fl.Status.Holder == nil
 		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == next.holder.PodUID })
 		st.FencingToken = max(st.FencingToken, next.holder.Token)
 		st.Transitions++
@@ -201,15 +208,18 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 // (G1 after the fact), so a grant a Warm holder may already work under is never made
 // again to another pod. Its startup deadline counts from this process's first look. A
 // grant its holder released already is recorded all the same — its pod is marked with its
-// token, so it is never granted again — and released by the next pass (L2); one whose pod
-// is gone has nobody to record: the token floor keeps its token spent. False when there
-// is no such pod.
+// token, so it is never granted again — and released by the next pass (L2). False when
+// there is nobody to record (released, its pod gone: judge counts it) or its pod shows
+// the grant ended already.
 func adoptRule(w world, rec leaserecord.Record) (transition, bool) {
 	name := rec.Holder
-	if p := findPod(w.pods, rec.HolderUID); name == "" && p != nil {
+	p := findPod(slices.Concat(w.pods, w.unlabeled), rec.HolderUID)
+	if name == "" && p != nil {
 		name = p.Name
 	}
-	if name == "" {
+	if name == "" || p != nil && endedOnPod(p, rec.Token) {
+		// Nobody to record, or a grant already recorded and ended (a slot keeps no
+		// record of a release but its pod's mark): the Lease is only a tombstone.
 		return transition{}, false
 	}
 	acquire := rec.AcquireTime
@@ -237,6 +247,13 @@ func adoptRule(w world, rec leaserecord.Record) (transition, bool) {
 		t.podCreated = p.CreationTimestamp.Time
 	}
 	return t, true
+}
+
+// endedOnPod: pod p shows that its grant of token ended (X5, L3): marked Released or
+// Revoked with that token.
+func endedOnPod(p *corev1.Pod, token int64) bool {
+	st := grantorder.PodState(p)
+	return (st == fencingv1.PodReleased || st == fencingv1.PodRevoked) && leaserecord.ParseToken(p.Annotations) == token
 }
 
 // recordLastRenewal moves status.holder.lastRenewTime to the last renewal this process saw

@@ -48,7 +48,7 @@
 //
 //	L1. A holder pod that finished or is gone (by UID) released; a terminating one still holds.
 //	L2. A holder that cleared holderIdentity on its own Lease (UID kept) released.
-//	L3. The status drops the holder first; the Lease is cleared and the pod marked Released.
+//	L3. The pod is marked Released, then the status drops the holder; the Lease is cleared.
 //
 // Revocation (expiredRule, finishRevocationRule, cannotStartRule, cannotRunRule):
 //
@@ -56,7 +56,7 @@
 //	X2. No renewal seen for the grant's limit (startup deadline, then lease) revokes it.
 //	X3. The Lease is cleared or handed over by compare-and-swap; a renewal since wins.
 //	X4. The status records the revocation; a failed X4 is finished for the same reason.
-//	X5. The revoked pod is marked Revoked without the holder label.
+//	X5. The revoked pod is marked Revoked without the holder label, before the status forgets it.
 //	X6. Under DeletePod, or when it never renewed, the pod is deleted, after X5.
 //	X7. A holder that cannot start before its first renewal is revoked at once (PodCannotStart).
 //	X8. An involuntary revocation's lock-delay passes before the next grant.

@@ -95,6 +95,9 @@ type pendingRevocation struct {
 	// the Lease (the hand-over); zero when it only cleared it. The status write that
 	// records both waits from here for the new holder's first renewal (statusCoalesce).
 	handedOverAt time.Time
+	// podsFollowed: that hand-over's pass also marked the pods (X5); a Warm successor's
+	// pass writes the Lease alone (P1), and the old holder's pod is marked later.
+	podsFollowed bool
 }
 
 // recall is what a pass knows of one FencedLease's grants: read once when it begins

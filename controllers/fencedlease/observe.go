@@ -61,11 +61,12 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 		w.held = w.memory.of(h.PodUID, h.Token)
 		w.held.renewal = w.held.observe(renewalOn(rec, h), r.Clock.Now())
 		// Not among the labeled pods: gone, or still there without its label. Unless this
-		// process handed its grant over already and made its pod follow (X5, X6): then
-		// the status only waits for the next holder's first renewal (deferStatus), and
-		// asking again at every reconcile of that wait would be a read per event for a pod
-		// that is gone.
-		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && w.held.revoking.handedOverAt.IsZero() {
+		// process handed its grant over already and made its pod follow (X5): then the
+		// status only waits for the next holder's first renewal (deferStatus), and asking
+		// again at every reconcile of that wait would be a read per event for a pod that
+		// is gone. A hand-over to a Warm successor wrote the Lease alone (P1): its old
+		// holder's pod, its label maybe taken off since, is still to be marked.
+		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && !w.held.revoking.podsFollowed {
 			holder, err := r.podByUID(ctx, fl.Namespace, h.PodName, h.PodUID)
 			if err != nil {
 				return w, err
@@ -87,6 +88,26 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 	}
 	if rec.GrantAbove(w.recorded) {
 		w.grantedOnLeaseAt = w.memory.of(rec.HolderUID, rec.Token).grantedOnLeaseAt
+		if findPod(w.pods, rec.HolderUID) == nil {
+			// A grant the status does not record, its pod not among the labeled ones:
+			// found by UID whatever became of its label, so the grant is recorded and its
+			// pod's marks taken back — or, its pod marked with the grant's end already, not
+			// recorded twice (adoptRule). Released on the Lease, its name went with
+			// holderIdentity: looked for among the namespace's pods.
+			var p *corev1.Pod
+			var err error
+			if rec.Holder != "" {
+				p, err = r.podByUID(ctx, fl.Namespace, rec.Holder, rec.HolderUID)
+			} else {
+				p, err = podWithUID(ctx, r.APIReader, fl.Namespace, rec.HolderUID)
+			}
+			if err != nil {
+				return w, err
+			}
+			if p != nil {
+				w.unlabeled = append(w.unlabeled, *p)
+			}
+		}
 	}
 	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {
 		// A lock-delay this process did not begin (it took over since) counts from now.

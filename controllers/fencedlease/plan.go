@@ -17,6 +17,14 @@ func planFor(w world, d decision) plan {
 		}
 	}
 	if d.statusWait == 0 {
+		// The status write drops a grant that ended: its pod first, so one whose label
+		// was taken off is never left marked Holding, found by nothing.
+		switch {
+		case d.ended(revoke) != nil:
+			p.add(demoteEnded, "X5")
+		case d.ended(release) != nil:
+			p.add(demoteEnded, "L3")
+		}
 		// Otherwise the Lease holds the grant: the pods follow it now, and the status
 		// records it with the first renewal, or when the wait is over (deferStatus, G4).
 		p.add(writeStatus, "X4")

@@ -95,3 +95,15 @@ func readByUID[T client.Object](ctx context.Context, reader client.Reader, obj T
 	}
 	return obj, nil
 }
+
+// podWithUID reads, uncached, the pod of namespace ns with uid, whatever its labels: the
+// pod of a grant only a Lease records, which released it there (its name went with
+// holderIdentity) and is not among the labeled pods — gone, or its label taken off. A
+// list of the namespace's pods, made only then. nil when there is none.
+func podWithUID(ctx context.Context, reader client.Reader, ns string, uid types.UID) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := reader.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	return findPod(pods.Items, uid), nil
+}

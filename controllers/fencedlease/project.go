@@ -58,12 +58,15 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s
 // the slot that granted it).
 func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLeaseStatus, lease *coordinationv1.Lease, last renewal) *coordinationv1.Lease {
 	want := lease.DeepCopy()
+	rec := leaserecord.Read(lease)
 	token := st.FencingToken
 	if s.sharded {
-		token = leaserecord.Read(lease).Token
-		if st.Holder != nil {
-			token = st.Holder.Token
-		}
+		token = rec.Token
+	}
+	if st.Holder != nil {
+		// The holder's own token, which its library reads off the Lease and would stop
+		// on any other; never below the Lease's.
+		token = max(st.Holder.Token, rec.Token)
 	}
 	tokenChanges := leaserecord.Own(want, fl.Name, token)
 	if s.sharded {
@@ -72,10 +75,10 @@ func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLe
 		want.Labels[fencingv1.SlotLabel] = strconv.Itoa(int(s.index))
 	}
 	switch h := st.Holder; {
-	case h != nil && waitingOutCutOff(leaserecord.Read(lease), fl, h):
+	case h != nil && waitingOutCutOff(rec, fl, h):
 		// Cut off (hand-off grace period over, or revoke requested): the Lease stays
 		// without a holder, so the holder's renewals are refused until it is revoked.
-	case h != nil && leaserecord.Read(lease).ReleasedBy(h.Token) && leaserecord.Read(lease).HolderUID == h.PodUID:
+	case h != nil && rec.ReleasedBy(h.Token) && rec.HolderUID == h.PodUID:
 		// Adopted off the Lease after its holder released it (adoptRule): never named
 		// again; the next pass records the release (L2).
 	case h != nil:

@@ -39,6 +39,7 @@ func remember(w world, d decision, done landed, now time.Time) recall {
 			g.revoking = pendingRevocation{reason: t.revocation, message: t.message, lateness: t.lateness, at: d.now}
 			if d.handsOver() {
 				g.revoking.handedOverAt = d.now
+				g.revoking.podsFollowed = done.all && d.plan.has(demotePods)
 			}
 		}
 		g.handoffSince = time.Time{}

@@ -47,6 +47,10 @@ func (r *Reconciler) run(ctx context.Context, w world, d decision) (landed, erro
 				err = fmt.Errorf("writing Lease: %w", err)
 			}
 			done.lease = err == nil
+		case demoteEnded:
+			if p := findPod(pods, d.end.holder.PodUID); p != nil {
+				err = r.demote(ctx, fl, p)
+			}
 		case demotePods:
 			err = r.demotePods(ctx, fl, pods)
 		case promoteHolder:

@@ -95,38 +95,54 @@ func (r *Reconciler) beginSlots(ctx context.Context, fl *fencingv1.FencedLease) 
 	if err != nil {
 		return nil, err
 	}
+	onLease, err := r.slotRecords(ctx, fl)
+	if err != nil {
+		return nil, err
+	}
+	p := &slotPass{fl: fl, pods: pods, onLease: onLease, claimed: map[int32][]types.UID{}, notes: slotNotes{}}
+	for _, rec := range onLease {
+		p.floor = max(p.floor, rec.Token)
+	}
+	return p, nil
+}
+
+// slotRecords reads fl's slots' Leases, by slot, from the cache (it holds the operator's
+// labeled Leases: no request).
+func (r *Reconciler) slotRecords(ctx context.Context, fl *fencingv1.FencedLease) (map[int32]leaserecord.Record, error) {
 	leases := &coordinationv1.LeaseList{}
 	if err := r.List(ctx, leases, client.InNamespace(fl.Namespace), client.MatchingLabels{fencingv1.LeaseLabel: fl.Name}); err != nil {
 		return nil, err
 	}
-	p := &slotPass{fl: fl, pods: pods, onLease: map[int32]leaserecord.Record{}, claimed: map[int32][]types.UID{}, notes: slotNotes{}}
+	out := map[int32]leaserecord.Record{}
 	for i := range leases.Items {
-		l := &leases.Items[i]
-		slot, ok := slotOfLease(fl.Name, l.Name)
-		if !ok {
-			continue
+		if slot, ok := slotOfLease(fl.Name, leases.Items[i].Name); ok {
+			out[slot] = leaserecord.Read(&leases.Items[i])
 		}
-		rec := leaserecord.Read(l)
-		p.floor = max(p.floor, rec.Token)
-		p.onLease[slot] = rec
 	}
-	return p, nil
+	return out, nil
 }
 
 // slotLeasesFloor is the highest token on the Leases of fl's slots (their tombstones
 // outlive a FencedLease deleted with more slots than it is re-created with).
 func (r *Reconciler) slotLeasesFloor(ctx context.Context, fl *fencingv1.FencedLease) (int64, error) {
-	leases := &coordinationv1.LeaseList{}
-	if err := r.List(ctx, leases, client.InNamespace(fl.Namespace), client.MatchingLabels{fencingv1.LeaseLabel: fl.Name}); err != nil {
-		return 0, err
-	}
+	recs, err := r.slotRecords(ctx, fl)
 	var floor int64
-	for i := range leases.Items {
-		if _, ok := slotOfLease(fl.Name, leases.Items[i].Name); ok {
-			floor = max(floor, leaserecord.Read(&leases.Items[i]).Token)
+	for _, rec := range recs {
+		floor = max(floor, rec.Token)
+	}
+	return floor, err
+}
+
+// slotGrantOnLeases is true when the Lease of a slot above 0 of fl records a grant, held
+// or released.
+func (r *Reconciler) slotGrantOnLeases(ctx context.Context, fl *fencingv1.FencedLease) (bool, error) {
+	recs, err := r.slotRecords(ctx, fl)
+	for slot, rec := range recs {
+		if slot > 0 && rec.HasHolderUID {
+			return true, nil
 		}
 	}
-	return floor, nil
+	return false, err
 }
 
 // slotOfLease is the slot whose Lease is named name, for FencedLease flName.

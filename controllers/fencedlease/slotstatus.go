@@ -135,38 +135,38 @@ func waitingForSlots(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus) []*core
 }
 
 // slotNotes are, per slot, what keeps it from granting that only its own pass saw: its
-// view's Held condition when that is LeaseConflict (a Lease of the slot's name the
-// operator did not create, A3) or RevocationDelayed (its lock-delay, X8).
-type slotNotes map[int32]metav1.Condition
+// view's Held reason and message when that is LeaseConflict (a Lease of the slot's name
+// the operator did not create, A3) or RevocationDelayed (its lock-delay, X8).
+type slotNotes map[int32]slotNote
 
-// note keeps slot i's Held condition from status v when it blocks the slot, and drops an
+type slotNote struct{ reason, message string }
+
+// note keeps slot i's Held reason from status v when it blocks the slot, and drops an
 // older one otherwise.
 func (n slotNotes) note(i int32, v *fencingv1.FencedLeaseStatus) {
 	c := meta.FindStatusCondition(v.Conditions, fencingv1.ConditionHeld)
 	if c != nil && (c.Reason == fencingv1.ReasonLeaseConflict || c.Reason == fencingv1.ReasonRevocationDelayed) {
-		n[i] = *c
+		n[i] = slotNote{c.Reason, c.Message}
 		return
 	}
 	delete(n, i)
 }
 
 // blocking is the note of the lowest slot kept from granting, a LeaseConflict (which
-// needs a user) before a lock-delay (which passes); nil when none is.
-func (n slotNotes) blocking() *metav1.Condition {
-	var out *metav1.Condition
-	var at int32
+// needs a user) before a lock-delay (which passes), its message naming the slot; false
+// when none is.
+func (n slotNotes) blocking() (slotNote, bool) {
+	var out slotNote
+	at, found := int32(0), false
 	for i, c := range n {
-		better := out == nil || c.Reason == fencingv1.ReasonLeaseConflict && out.Reason != fencingv1.ReasonLeaseConflict ||
-			c.Reason == out.Reason && i < at
+		better := !found || c.reason == fencingv1.ReasonLeaseConflict && out.reason != fencingv1.ReasonLeaseConflict ||
+			c.reason == out.reason && i < at
 		if better {
-			c := c
-			out, at = &c, i
+			out, at, found = c, i, true
 		}
 	}
-	if out != nil {
-		out.Message = fmt.Sprintf("slot %d: %s", at, out.Message)
-	}
-	return out
+	out.message = fmt.Sprintf("slot %d: %s", at, out.message)
+	return out, found
 }
 
 // setSlotConditions says, for a FencedLease with slots, whether pods hold slots (Held)
@@ -191,26 +191,26 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fencingv1.ConditionHeld, Status: metav1.ConditionTrue,
 			ObservedGeneration: fl.Generation, Reason: fencingv1.ReasonGranted, Message: summary})
 	}
-	blocked := notes.blocking()
+	blocked, isBlocked := notes.blocking()
 	if held == 0 {
 		// Why none holds: the reasons of a single grant, or what keeps a slot from granting.
 		setHeldCondition(st, fl, "", false)
-		if blocked != nil && (blocked.Reason == fencingv1.ReasonLeaseConflict || st.Waiting > 0) {
+		if isBlocked && (blocked.reason == fencingv1.ReasonLeaseConflict || st.Waiting > 0) {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fencingv1.ConditionHeld, Status: metav1.ConditionFalse,
-				ObservedGeneration: fl.Generation, Reason: blocked.Reason, Message: blocked.Message})
+				ObservedGeneration: fl.Generation, Reason: blocked.reason, Message: blocked.message})
 		}
 	}
 	ready := metav1.Condition{Type: fencingv1.ConditionReady, ObservedGeneration: fl.Generation, Status: metav1.ConditionFalse}
 	switch {
-	case held > 0 && blocked != nil && blocked.Reason == fencingv1.ReasonLeaseConflict:
-		ready.Reason, ready.Message = blocked.Reason, summary+"; "+blocked.Message
+	case held > 0 && isBlocked && blocked.reason == fencingv1.ReasonLeaseConflict:
+		ready.Reason, ready.Message = blocked.reason, summary+"; "+blocked.message
 	case len(starting) > 0:
 		ready.Reason = fencingv1.ReasonHolderStarting
 		ready.Message = summary + "; not renewed yet: " + strings.Join(starting, ", ")
 	case held > 0 && (len(free) == 0 || st.Waiting == 0 || fl.Spec.Suspend):
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, fencingv1.ReasonHeld, summary
-	case held > 0 && blocked != nil:
-		ready.Reason, ready.Message = blocked.Reason, fmt.Sprintf("%s; %d pod(s) waiting; %s", summary, st.Waiting, blocked.Message)
+	case held > 0 && isBlocked:
+		ready.Reason, ready.Message = blocked.reason, fmt.Sprintf("%s; %d pod(s) waiting; %s", summary, st.Waiting, blocked.message)
 	case held > 0:
 		ready.Reason = fencingv1.ReasonWaiting
 		ready.Message = fmt.Sprintf("%s; %d pod(s) waiting", summary, st.Waiting)

@@ -28,6 +28,10 @@ const (
 	// tellCutOff tells the user, by event, of a holder cut off on request or because its
 	// pod cannot run, while the lease it last renewed runs out (Q2, X9).
 	tellCutOff
+	// demoteEnded marks the pod of the grant this decision ends Revoked or Released,
+	// without the holder label (X5), before the status write that drops the only record
+	// of it a pod whose label was taken off can be found by.
+	demoteEnded
 	// writeStatus records the decision with the resourceVersion read, then tells it by
 	// events and metrics (G1, X4).
 	writeStatus
@@ -46,7 +50,7 @@ const (
 	releaseFinalizer
 )
 
-var stepNames = [...]string{"cut the grant on the Lease", "tell the cut-off", "write the status",
+var stepNames = [...]string{"cut the grant on the Lease", "tell the cut-off", "demote the ended grant's pod", "write the status",
 	"write the Lease", "demote pods", "promote the holder", "delete revoked pods", "release the finalizer"}
 
 func (k stepKind) String() string { return stepNames[k] }

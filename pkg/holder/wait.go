@@ -107,6 +107,12 @@ func waitForGrant(ctx context.Context, cfg Config) (*coordinationv1.Lease, error
 			retry = waitRetryMin // the watch ended normally: start over at once
 			continue
 		}
+		// The watch failed (the API server away, or a role without watch): read the
+		// FencedLease's own Lease before waiting to try again, so a grant there is taken
+		// even then.
+		if l, rerr := leases.Get(ctx, cfg.LeaseName, metav1.GetOptions{}); rerr == nil && grants(l, cfg) {
+			return l, nil
+		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}

@@ -90,7 +90,9 @@ var _ = Describe("Leases (issue 7, items 3 and 4)", func() {
 
 		By("deleting the namespace; envtest has no namespace controller, so the spec plays it")
 		Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}})).To(Succeed())
-		Expect(nsController.Delete(ctx, lease)).To(Succeed())
+		// The policy reads the namespace from the API server's informer, which shows the
+		// deletion a moment later; the namespace controller retries as this does.
+		Eventually(func() error { return nsController.Delete(ctx, lease) }).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 		for _, o := range []client.Object{
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "a"}},
 			&fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "invoices"}},

@@ -1,0 +1,350 @@
+package fencedlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
+)
+
+// world is the model the generated histories drive: the real Reconciler (decide, run,
+// remember) over a fake API server and a fake clock, and around it everything the
+// protocol lets move on its own — holders that renew, pause, release or die, pods a
+// workload controller deletes and re-creates under the same name, users who change the
+// spec, ask for a revocation or take a label off, an operator killed between two of its
+// writes and restarted with nothing remembered. After every action the invariants are
+// checked on the API server's objects; rapid shrinks a failure to its shortest history.
+type historyWorld struct {
+	f      *casFixture
+	v      *invariants
+	paused map[types.UID]bool // holders that stopped renewing (a pause, a dead process)
+	born   map[string]int     // how many pods of each name were created (a new UID each)
+	// minRaised: spec.minFencingToken was raised, so tokens may skip.
+	minRaised bool
+	pods      int
+	// before is the API server's objects as they were one action ago: what an informer
+	// one event behind would show.
+	before []client.Object
+}
+
+// snapshot keeps the objects as they are now, for a later pass on a stale view.
+func (w *historyWorld) snapshot(rt *rapid.T) {
+	w.before = w.before[:0]
+	fls := &fencingv1.FencedLeaseList{}
+	_ = w.f.c.List(context.Background(), fls)
+	for i := range fls.Items {
+		w.before = append(w.before, fls.Items[i].DeepCopy())
+	}
+	for _, l := range w.leases(rt) {
+		w.before = append(w.before, l.DeepCopy())
+	}
+	for _, p := range w.podList(rt) {
+		w.before = append(w.before, p.DeepCopy())
+	}
+}
+
+// staleView reads what the cache would show one action behind, and writes to the API
+// server, where a write carrying an old resourceVersion is refused (a stale read).
+type staleView struct {
+	client.Client
+	stale client.Reader
+}
+
+func (s staleView) Get(ctx context.Context, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	return s.stale.Get(ctx, k, o, opts...)
+}
+
+func (s staleView) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	return s.stale.List(ctx, l, opts...)
+}
+
+// podNames are the pod names a history uses: few, so names are re-used (a StatefulSet).
+var podNames = []string{"p-0", "p-1", "p-2", "p-3"}
+
+func (w *historyWorld) create(rt *rapid.T, name string, warm bool, ordinal bool) {
+	w.born[name]++
+	p := pod(name, t0.Add(time.Duration(w.pods)*time.Second))
+	w.pods++
+	p.UID = types.UID(fmt.Sprintf("uid-%s-%d", name, w.born[name]))
+	p.CreationTimestamp.Time = w.f.clock.Now().Add(time.Duration(w.pods) * time.Millisecond)
+	if warm {
+		p = func(q corev1.Pod) corev1.Pod {
+			q.Annotations[fencingv1.StandbyAnnotation] = string(fencingv1.StandbyWarm)
+			q.Spec.SchedulingGates = nil
+			q.Status.Phase = corev1.PodRunning
+			return q
+		}(p)
+	}
+	if ordinal {
+		p.Labels["apps.kubernetes.io/pod-index"] = name[len(name)-1:]
+	}
+	switch err := w.f.c.Create(context.Background(), &p); {
+	case apierrors.IsAlreadyExists(err):
+		return // a pod of that name is there still
+	case err != nil:
+		rt.Fatalf("creating pod %s: %v", name, err)
+	}
+	w.v.note("pod %s created (uid %s, warm=%v)", name, p.UID, warm)
+}
+
+// statusLine is the status in short, for the history.
+func (w *historyWorld) statusLine() string {
+	fl := &fencingv1.FencedLease{}
+	if err := w.f.c.Get(context.Background(), key, fl); err != nil {
+		return "no FencedLease"
+	}
+	return fmt.Sprintf("token %d transitions %d holder %s slots %s", fl.Status.FencingToken, fl.Status.Transitions, holderLine(fl.Status.Holder), slotsLine(fl.Status.Slots))
+}
+
+// reconcile runs one pass; a pass that hit a stale read asks to run again, and says so
+// in its result, not as an error.
+func (w *historyWorld) reconcile(rt *rapid.T) {
+	if _, err := w.f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil && !errors.Is(err, errCrashed) {
+		rt.Fatalf("reconcile: %v\nhistory:\n  %s", err, joinLines(w.v.history))
+	}
+}
+
+func (w *historyWorld) leases(rt *rapid.T) []coordinationv1.Lease {
+	l := &coordinationv1.LeaseList{}
+	if err := w.f.c.List(context.Background(), l, client.InNamespace(key.Namespace)); err != nil {
+		rt.Fatalf("%v", err)
+	}
+	return l.Items
+}
+
+func (w *historyWorld) podList(rt *rapid.T) []corev1.Pod {
+	l := &corev1.PodList{}
+	if err := w.f.c.List(context.Background(), l, client.InNamespace(key.Namespace)); err != nil {
+		rt.Fatalf("%v", err)
+	}
+	return l.Items
+}
+
+// renewAll is every holder the Leases name renewing, unless it is paused or gone (R1: a
+// holder renews only while the Lease names it, with its token).
+func (w *historyWorld) renewAll(rt *rapid.T) {
+	alive := map[types.UID]bool{}
+	for _, p := range w.podList(rt) {
+		alive[p.UID] = p.DeletionTimestamp == nil
+	}
+	for _, l := range w.leases(rt) {
+		rec := leaserecord.Read(&l)
+		if rec.Holder == "" || !alive[rec.HolderUID] || w.paused[rec.HolderUID] {
+			continue
+		}
+		leaserecord.Renew(&l, w.f.clock.Now())
+		if err := w.f.c.Update(context.Background(), &l); err != nil && !apierrors.IsConflict(err) {
+			rt.Fatalf("renewing: %v", err)
+		}
+	}
+}
+
+func (w *historyWorld) editFL(rt *rapid.T, what string, change func(*fencingv1.FencedLease)) {
+	fl := &fencingv1.FencedLease{}
+	if err := w.f.c.Get(context.Background(), key, fl); err != nil {
+		return // deleted
+	}
+	change(fl)
+	if err := w.f.c.Update(context.Background(), fl); err != nil && !apierrors.IsConflict(err) {
+		rt.Fatalf("%s: %v", what, err)
+	}
+	w.v.note("%s", what)
+}
+
+// historyActions are the actions of a history, each named by the protocol step it
+// carries out or the fault it injects (doc.go's IDs: protocol_ids_test.go checks them).
+func (w *historyWorld) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"G1 X2 the operator runs a pass": func(rt *rapid.T) {
+			w.reconcile(rt)
+			w.v.note("pass → %s", w.statusLine())
+		},
+		"R2 time passes": func(rt *rapid.T) {
+			d := time.Duration(rapid.IntRange(100, 6000).Draw(rt, "ms")) * time.Millisecond
+			w.f.clock.Step(d)
+			w.v.note("%v passes", d)
+		},
+		"R1 the holders renew": func(rt *rapid.T) {
+			w.renewAll(rt)
+			w.v.note("holders renew")
+		},
+		"X2 a holder pauses or wakes": func(rt *rapid.T) {
+			var named []types.UID
+			for _, l := range w.leases(rt) {
+				if rec := leaserecord.Read(&l); rec.Holder != "" {
+					named = append(named, rec.HolderUID)
+				}
+			}
+			if len(named) == 0 {
+				rt.Skip("no holder")
+			}
+			uid := rapid.SampledFrom(named).Draw(rt, "holder")
+			w.paused[uid] = !w.paused[uid]
+			w.v.note("holder %s paused=%v", uid, w.paused[uid])
+		},
+		"L2 a holder releases": func(rt *rapid.T) {
+			var named []coordinationv1.Lease
+			for _, l := range w.leases(rt) {
+				if rec := leaserecord.Read(&l); rec.Holder != "" && !w.paused[rec.HolderUID] {
+					named = append(named, l)
+				}
+			}
+			if len(named) == 0 {
+				rt.Skip("no holder")
+			}
+			l := named[rapid.IntRange(0, len(named)-1).Draw(rt, "lease")]
+			leaserecord.Release(&l)
+			if err := w.f.c.Update(context.Background(), &l); err != nil && !apierrors.IsConflict(err) {
+				rt.Fatalf("releasing: %v", err)
+			}
+			w.v.note("the holder of Lease %s releases", l.Name)
+		},
+		"L1 a pod is deleted, and re-created under its name": func(rt *rapid.T) {
+			pods := w.podList(rt)
+			if len(pods) == 0 {
+				rt.Skip("no pod")
+			}
+			p := pods[rapid.IntRange(0, len(pods)-1).Draw(rt, "pod")]
+			if err := w.f.c.Delete(context.Background(), &p); err != nil && !apierrors.IsNotFound(err) {
+				rt.Fatalf("deleting: %v", err)
+			}
+			w.v.note("pod %s (%s) deleted", p.Name, p.UID)
+			if rapid.Bool().Draw(rt, "re-create") {
+				w.create(rt, p.Name, rapid.Bool().Draw(rt, "warm"), true)
+			}
+		},
+		"G1 a candidate arrives": func(rt *rapid.T) {
+			name := rapid.SampledFrom(podNames).Draw(rt, "name")
+			w.create(rt, name, rapid.Bool().Draw(rt, "warm"), true)
+		},
+		"X1 a pass on a view one action behind": func(rt *rapid.T) {
+			if len(w.before) == 0 {
+				rt.Skip("no view yet")
+			}
+			objs := make([]client.Object, len(w.before))
+			for i, o := range w.before {
+				objs[i] = o.DeepCopyObject().(client.Object)
+			}
+			stale := fixtureOf(objs...).c
+			real, pods := w.f.r.Client, w.f.r.pods
+			w.f.r.Client, w.f.r.pods = staleView{Client: real, stale: stale}, labeledPods{stale}
+			w.reconcile(rt)
+			w.f.r.Client, w.f.r.pods = real, pods
+			w.v.note("pass on a view one action behind → %s", w.statusLine())
+		},
+		"X4 the operator is killed mid-pass and restarted": func(rt *rapid.T) {
+			k := rapid.IntRange(0, 4).Draw(rt, "writes before the kill")
+			real := w.f.r.Client
+			w.f.r.Client = &crashingClient{Client: real, budget: k}
+			w.reconcile(rt)
+			w.f.r.Client = real
+			w.f.restart()
+			w.v.note("pass killed after %d write(s); restarted → %s", k, w.statusLine())
+		},
+		"H6 spec.holders changes": func(rt *rapid.T) {
+			n := int32(rapid.IntRange(1, 3).Draw(rt, "holders"))
+			w.editFL(rt, fmt.Sprintf("spec.holders = %d", n), func(fl *fencingv1.FencedLease) { fl.Spec.Holders = n })
+		},
+		"Q1 a revocation is requested": func(rt *rapid.T) {
+			var tokens []int64
+			for _, l := range w.leases(rt) {
+				if rec := leaserecord.Read(&l); rec.Holder != "" {
+					tokens = append(tokens, rec.Token)
+				}
+			}
+			if len(tokens) == 0 {
+				rt.Skip("no holder")
+			}
+			tok := rapid.SampledFrom(tokens).Draw(rt, "token")
+			w.editFL(rt, fmt.Sprintf("revoke token %d requested", tok), func(fl *fencingv1.FencedLease) {
+				if fl.Annotations == nil {
+					fl.Annotations = map[string]string{}
+				}
+				fl.Annotations[fencingv1.RevokeAnnotation] = strconv.FormatInt(tok, 10)
+			})
+		},
+		"G1 suspend is switched": func(rt *rapid.T) {
+			w.editFL(rt, "suspend switched", func(fl *fencingv1.FencedLease) { fl.Spec.Suspend = !fl.Spec.Suspend })
+		},
+		"G1 minFencingToken is raised": func(rt *rapid.T) {
+			w.minRaised = true
+			w.editFL(rt, "minFencingToken raised", func(fl *fencingv1.FencedLease) { fl.Spec.MinFencingToken = fl.Status.FencingToken + 5 })
+		},
+		"A2 a user takes the lease label off a pod": func(rt *rapid.T) {
+			pods := w.podList(rt)
+			if len(pods) == 0 {
+				rt.Skip("no pod")
+			}
+			p := pods[rapid.IntRange(0, len(pods)-1).Draw(rt, "pod")]
+			delete(p.Labels, fencingv1.LeaseLabel)
+			if err := w.f.c.Update(context.Background(), &p); err != nil && !apierrors.IsConflict(err) {
+				rt.Fatalf("unlabeling: %v", err)
+			}
+			w.v.note("lease label taken off pod %s", p.Name)
+		},
+		"": func(rt *rapid.T) {
+			w.v.check(rt, w.f.c)
+			w.snapshot(rt)
+		},
+	}
+}
+
+// settle runs the operator with every holder renewing until nothing is left to finish:
+// what a history left half-done is finished.
+func (w *historyWorld) settle(rt *rapid.T) {
+	w.f.r.Client = w.f.r.Client.(*afterLeaseRead) // no crash from here
+	clear(w.paused)
+	for range 12 {
+		w.renewAll(rt)
+		w.reconcile(rt)
+		w.v.check(rt, w.f.c)
+		w.f.clock.Step(500 * time.Millisecond)
+	}
+}
+
+// TestGeneratedHistories runs generated histories of the protocol against the real
+// controller and checks the invariants after every action; at the end of each, once
+// settled, every token spent was carried by a grant (status.fencingToken at most
+// status.transitions while minFencingToken was never raised). In make test a fixed
+// number of histories (rapid's default, 100); make chaos runs ten thousand
+// (-rapid.checks=10000).
+func TestGeneratedHistories(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		fl := newFL(10)
+		fl.Finalizers = []string{fencingv1.Finalizer}
+		fl.Spec.Holders = int32(rapid.IntRange(1, 3).Draw(rt, "holders"))
+		if rapid.Bool().Draw(rt, "ordinal") {
+			fl.Spec.SlotAssignment = fencingv1.SlotAssignmentOrdinal
+		}
+		if rapid.Bool().Draw(rt, "keep pods") {
+			fl.Spec.RevocationPolicy = fencingv1.KeepPodPolicy
+		}
+		w := &historyWorld{f: fixtureOf(fl), v: newInvariants(), paused: map[types.UID]bool{}, born: map[string]int{}}
+		for _, name := range podNames[:rapid.IntRange(1, 3).Draw(rt, "pods")] {
+			w.create(rt, name, rapid.Bool().Draw(rt, "warm"), true)
+		}
+		rt.Repeat(w.actions())
+		w.settle(rt)
+		got := &fencingv1.FencedLease{}
+		// A slot keeps no record of a release but its pod's mark: with the pod gone and the
+		// operator killed between the status write and the Lease's, the grant is counted
+		// again (transitions only; docs/fencing.md). A token no grant carries is a defect.
+		if err := w.f.c.Get(context.Background(), key, got); err == nil && !w.minRaised && got.Status.FencingToken > got.Status.Transitions {
+			rt.Fatalf("fencingToken %d, transitions %d: a token spent that no grant carries\nhistory:\n  %s\nobjects:\n  %s",
+				got.Status.FencingToken, got.Status.Transitions, joinLines(w.v.history), joinLines(dump(w.f.c)))
+		}
+	})
+}
