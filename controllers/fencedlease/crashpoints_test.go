@@ -130,12 +130,15 @@ func (v *invariants) check(t failer, c client.Client) {
 		}
 	}
 	fl := &fencingv1.FencedLease{}
+	gone := false
 	if err := c.Get(ctx, key, fl); err == nil {
 		if fl.Status.FencingToken < v.statusToken {
 			fail("status.fencingToken went down from %d to %d", v.statusToken, fl.Status.FencingToken)
 		}
 		v.statusToken = fl.Status.FencingToken
 		v.holders = max(v.holders, holdersOf(fl))
+	} else {
+		gone = true
 	}
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(key.Namespace)); err != nil {
@@ -166,6 +169,19 @@ func (v *invariants) check(t failer, c client.Client) {
 			slot := p.Annotations[fencingv1.SlotAnnotation]
 			holding[slot] = append(holding[slot], p.Name)
 			total++
+		}
+	}
+	if gone {
+		// D1: the finalizer went only once no slot's Lease names a live grant.
+		alive := map[string]bool{}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			alive[string(p.UID)] = p.DeletionTimestamp == nil && !v.ended[string(p.UID)]
+		}
+		for i := range leases.Items {
+			if rec := leaserecord.Read(&leases.Items[i]); rec.Holder != "" && alive[string(rec.HolderUID)] {
+				fail("the FencedLease is gone while Lease %s names %s with token %d", leases.Items[i].Name, rec.Holder, rec.Token)
+			}
 		}
 	}
 	for slot, names := range holding {

@@ -283,6 +283,19 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			w.minRaised = true
 			w.editFL(rt, "minFencingToken raised", func(fl *fencingv1.FencedLease) { fl.Spec.MinFencingToken = fl.Status.FencingToken + 5 })
 		},
+		"D1 the FencedLease is deleted": func(rt *rapid.T) {
+			if rapid.IntRange(0, 15).Draw(rt, "rarely") > 0 {
+				rt.Skip("deleted in one draw of sixteen: most histories keep their FencedLease")
+			}
+			fl := &fencingv1.FencedLease{}
+			if err := w.f.c.Get(context.Background(), key, fl); err != nil {
+				rt.Skip("deleted already")
+			}
+			if err := w.f.c.Delete(context.Background(), fl); err != nil && !apierrors.IsNotFound(err) {
+				rt.Fatalf("deleting the FencedLease: %v", err)
+			}
+			w.v.note("the FencedLease is deleted")
+		},
 		"A2 a user takes the lease label off a pod": func(rt *rapid.T) {
 			pods := w.podList(rt)
 			if len(pods) == 0 {
@@ -322,7 +335,12 @@ func (w *historyWorld) settle(rt *rapid.T) {
 // number of histories (rapid's default, 100); make chaos runs ten thousand
 // (-rapid.checks=10000).
 func TestGeneratedHistories(t *testing.T) {
+	var histories, finalized int
+	defer func() {
+		t.Logf("histories: %d, of which %d saw their FencedLease deleted and let go", histories, finalized)
+	}()
 	rapid.Check(t, func(rt *rapid.T) {
+		histories++
 		fl := newFL(10)
 		fl.Finalizers = []string{fencingv1.Finalizer}
 		fl.Spec.Holders = int32(rapid.IntRange(1, 3).Draw(rt, "holders"))
@@ -338,6 +356,9 @@ func TestGeneratedHistories(t *testing.T) {
 		}
 		rt.Repeat(w.actions())
 		w.settle(rt)
+		if apierrors.IsNotFound(w.f.c.Get(context.Background(), key, &fencingv1.FencedLease{})) {
+			finalized++
+		}
 		got := &fencingv1.FencedLease{}
 		// A slot keeps no record of a release but its pod's mark: with the pod gone and the
 		// operator killed between the status write and the Lease's, the grant is counted
