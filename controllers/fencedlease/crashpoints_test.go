@@ -396,6 +396,46 @@ func TestEveryCrashPointOfAPass(t *testing.T) {
 	t.Logf("crash points explored: %d (scenarios × writes+1 × what the world did while down)", explored)
 }
 
+// TestEveryPassOnAStaleViewAndTwice runs the pass under test of each scenario on the view
+// from before the scenario moved (the cache one event behind for the FencedLease, the
+// Lease and the pods), and twice in a row (an event delivered twice), each followed by
+// the operator running on with its holders renewing, the invariants checked at every
+// step.
+func TestEveryPassOnAStaleViewAndTwice(t *testing.T) {
+	for _, sc := range crashScenarios() {
+		for _, variant := range []string{"on a stale view", "twice"} {
+			t.Run(sc.name+"/"+variant, func(t *testing.T) {
+				f := sc.setup(t)
+				v := newInvariants()
+				v.check(t, f.c)
+				view := objectsOf(f.c)
+				sc.before(t, f)
+				switch variant {
+				case "on a stale view":
+					if err := f.onView(view); err != nil {
+						t.Fatalf("the pass on a stale view: %v", err)
+					}
+				case "twice":
+					f.reconcile(t)
+					v.check(t, f.c)
+					f.reconcile(t)
+				}
+				v.note("pass under test %s", variant)
+				v.check(t, f.c)
+				for i := range 30 {
+					f.clock.Step(700 * time.Millisecond)
+					if i%3 == 0 {
+						leaseHolderRenewsAny(t, f)
+					}
+					f.reconcile(t)
+					v.note("step %d", i)
+					v.check(t, f.c)
+				}
+			})
+		}
+	}
+}
+
 // leaseHolderRenewsAny is every Lease's holder renewing: holders alive after a restart.
 func leaseHolderRenewsAny(t *testing.T, f *casFixture) {
 	t.Helper()
