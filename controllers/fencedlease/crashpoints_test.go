@@ -379,15 +379,7 @@ func TestEveryCrashPointOfAPass(t *testing.T) {
 					down.do(t, f)
 					v.note("while down: %s", down.name)
 					v.check(t, f.c)
-					for i := range 30 {
-						f.clock.Step(700 * time.Millisecond)
-						if i%3 == 0 {
-							leaseHolderRenewsAny(t, f)
-						}
-						f.reconcile(t)
-						v.note("step %d", i)
-						v.check(t, f.c)
-					}
+					runOn(t, f, v)
 				})
 				explored++
 			}
@@ -422,17 +414,24 @@ func TestEveryPassOnAStaleViewAndTwice(t *testing.T) {
 				}
 				v.note("pass under test %s", variant)
 				v.check(t, f.c)
-				for i := range 30 {
-					f.clock.Step(700 * time.Millisecond)
-					if i%3 == 0 {
-						leaseHolderRenewsAny(t, f)
-					}
-					f.reconcile(t)
-					v.note("step %d", i)
-					v.check(t, f.c)
-				}
+				runOn(t, f, v)
 			})
 		}
+	}
+}
+
+// runOn runs the operator 30 passes, 700 ms apart, its holders renewing every third,
+// checking the invariants after each.
+func runOn(t *testing.T, f *casFixture, v *invariants) {
+	t.Helper()
+	for i := range 30 {
+		f.clock.Step(700 * time.Millisecond)
+		if i%3 == 0 {
+			leaseHolderRenewsAny(t, f)
+		}
+		f.reconcile(t)
+		v.note("step %d", i)
+		v.check(t, f.c)
 	}
 }
 
