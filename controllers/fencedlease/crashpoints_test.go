@@ -276,32 +276,28 @@ type whileDown struct {
 // the Lease names one.
 func leaseHolderReleases(t *testing.T, f *casFixture, k client.ObjectKey) {
 	t.Helper()
-	l := fetch(t, f.c, k, &coordinationv1.Lease{})
-	if leaserecord.Read(l).Holder == "" {
+	if !leaseHolderRenews(t, f, k) {
 		return
 	}
-	leaserecord.Renew(l, f.clock.Now().Add(time.Hour))
-	if err := f.c.Update(context.Background(), l); err != nil {
-		t.Fatal(err)
-	}
-	l = fetch(t, f.c, k, &coordinationv1.Lease{})
+	l := fetch(t, f.c, k, &coordinationv1.Lease{})
 	leaserecord.Release(l)
 	if err := f.c.Update(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// leaseHolderRenews is the holder the Lease names renewing, when it names one.
-func leaseHolderRenews(t *testing.T, f *casFixture, k client.ObjectKey) {
+// leaseHolderRenews is the holder the Lease names renewing, when it names one (true).
+func leaseHolderRenews(t *testing.T, f *casFixture, k client.ObjectKey) bool {
 	t.Helper()
 	l := fetch(t, f.c, k, &coordinationv1.Lease{})
 	if leaserecord.Read(l).Holder == "" {
-		return
+		return false
 	}
 	leaserecord.Renew(l, f.clock.Now().Add(time.Hour))
 	if err := f.c.Update(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
+	return true
 }
 
 // crashScenarios cover the passes that write more than once: a hand-over (Cold and Warm
