@@ -135,6 +135,20 @@ func getFencedLease(t *testing.T, ns, name string) *fencingv1.FencedLease {
 	return fl
 }
 
+// recorded is the FencedLease once its status names pod holding token, or as it is after
+// 10 s. A Warm standby starts on the Lease's hand-over, at once; the status records it
+// with its first renewal, up to 2 s later (G4).
+func recorded(t *testing.T, ns, name, pod string, token int64) *fencingv1.FencedLease {
+	t.Helper()
+	var fl *fencingv1.FencedLease
+	_ = poll(10*time.Second, func() bool {
+		fl = getFencedLease(t, ns, name)
+		h := fl.Status.Holder
+		return h != nil && h.PodName == pod && h.Token == token
+	})
+	return fl
+}
+
 // loggedAt is the kubelet's timestamp of the first line of a container's log holding want.
 func loggedAt(t *testing.T, ns, pod, container, want string) time.Time {
 	t.Helper()

@@ -163,7 +163,7 @@ func testWarmStandbyOnLostNode(t *testing.T) {
 	})
 	working := loggedWithPrefix(t, ns, "standby-young", "env=3 ", startupSeconds*time.Second)
 	last := <-renewals
-	rv := getFencedLease(t, ns, lease).Status.LastRevocation
+	rv := recorded(t, ns, lease, "standby-young", 3).Status.LastRevocation
 	if rv == nil || rv.PodName != "standby-old" || rv.Token != 2 || rv.Reason != fencingv1.ReasonStartupDeadlineExceeded {
 		t.Errorf("want standby-old's token 2 revoked as StartupDeadlineExceeded (it could not confirm); got %+v", rv)
 	}
@@ -215,7 +215,7 @@ func testMachineDiesWithItsStandby(t *testing.T) {
 	})
 	working := loggedWithPrefix(t, ns, "standby-young", "env=", 2*time.Minute)
 	last := <-renewals
-	fl := getFencedLease(t, ns, lease)
+	fl := recorded(t, ns, lease, "standby-young", 2)
 	if h := fl.Status.Holder; h == nil || h.PodName != "standby-young" || h.Token != 2 {
 		t.Errorf("want standby-young granted token 2, before the dead node's standby; status %+v", fl.Status)
 	}
