@@ -147,6 +147,17 @@ func (w *historyWorld) leases(rt *rapid.T) []coordinationv1.Lease {
 	return l.Items
 }
 
+// held are the records of the Leases that name a holder.
+func (w *historyWorld) held(rt *rapid.T) []leaserecord.Record {
+	var out []leaserecord.Record
+	for _, l := range w.leases(rt) {
+		if rec := leaserecord.Read(&l); rec.Holder != "" {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
 func (w *historyWorld) podList(rt *rapid.T) []corev1.Pod {
 	l := &corev1.PodList{}
 	if err := w.f.c.List(context.Background(), l, client.InNamespace(key.Namespace)); err != nil {
@@ -205,10 +216,8 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 		},
 		"X2 a holder pauses or wakes": func(rt *rapid.T) {
 			var named []types.UID
-			for _, l := range w.leases(rt) {
-				if rec := leaserecord.Read(&l); rec.Holder != "" {
-					named = append(named, rec.HolderUID)
-				}
+			for _, rec := range w.held(rt) {
+				named = append(named, rec.HolderUID)
 			}
 			if len(named) == 0 {
 				rt.Skip("no holder")
@@ -276,10 +285,8 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 		},
 		"Q1 a revocation is requested": func(rt *rapid.T) {
 			var tokens []int64
-			for _, l := range w.leases(rt) {
-				if rec := leaserecord.Read(&l); rec.Holder != "" {
-					tokens = append(tokens, rec.Token)
-				}
+			for _, rec := range w.held(rt) {
+				tokens = append(tokens, rec.Token)
 			}
 			if len(tokens) == 0 {
 				rt.Skip("no holder")
