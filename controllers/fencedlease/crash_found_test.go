@@ -176,3 +176,35 @@ func TestAGrantOnlyTheLeaseRecordedWhosePodIsGoneIsCounted(t *testing.T) {
 		t.Fatalf("status %s token %d transitions %d, want b holding token 2 after two grants", holderLine(st.Holder), st.FencingToken, st.Transitions)
 	}
 }
+
+// A holder cut off because its container cannot run (X9, C1) is revoked once its lease
+// has run out (C2); the operator killed after that pass's first write (the pod marked
+// Revoked, X5) must, restarted, finish the revocation for the reason it was cut off —
+// never wait the lease out again and mark the pod Holding again.
+func TestACutOffHolderMarkedRevokedBeforeACrashStaysRevoked(t *testing.T) {
+	f := newCASFixture(t)
+	v := newInvariants()
+	f.renew(t)
+	f.reconcile(t)
+	a := f.pod(t, "a")
+	a.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	if err := f.c.Status().Update(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	v.note("a's container in CrashLoopBackOff: cut off")
+	v.check(t, f.c)
+	if rec := leaserecord.Read(f.lease(t)); rec.Holder != "" || rec.CutOffReason != string(fencingv1.ReasonPodCannotRun) {
+		t.Fatalf("the Lease shows %+v, want a cut off for PodCannotRun", rec)
+	}
+	f.clock.Step(12 * time.Second)
+	for k := 1; k <= 3; k++ {
+		f.killedAfter(t, k)
+		v.note("pass killed after %d write(s)", k)
+		v.check(t, f.c)
+	}
+	f.runFor(t, v, 10)
+	if rv := f.lastRevocation(t); rv == nil || rv.PodName != "a" || rv.Reason != fencingv1.ReasonPodCannotRun {
+		t.Fatalf("revocation %+v, want a's PodCannotRun", rv)
+	}
+}

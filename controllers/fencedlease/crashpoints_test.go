@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
+	protocol "github.com/fencedlease/fencedlease/test/invariants"
 )
 
 // errCrashed is every write after the process died.
@@ -80,21 +81,15 @@ func (s crashingStatus) Update(ctx context.Context, o client.Object, opts ...cli
 	return s.SubResourceWriter.Update(ctx, o, opts...)
 }
 
-// invariants are the protocol's invariants (docs/fencing.md, "What is checked"), checked
-// on the API server's objects after every step of a history.
+// invariants are the protocol's invariants (test/invariants, written once for every test
+// that watches the protocol run), checked on the API server's objects after every step of
+// a history, and the history for a failure's report.
 type invariants struct {
-	leaseTokens map[string]int64  // each Lease's highest token seen
-	statusToken int64             // status.fencingToken's highest
-	ended       map[string]bool   // pods seen Released or Revoked, by UID
-	podToken    map[string]string // the token each pod was first marked with
-	tokenPod    map[int64]string  // the pod UID each token was first seen naming
-	holders     int32             // spec.holders, the largest seen
-	history     []string          // what happened, for the report
+	checker *protocol.Checker
+	history []string // what happened, for the report
 }
 
-func newInvariants() *invariants {
-	return &invariants{leaseTokens: map[string]int64{}, ended: map[string]bool{}, podToken: map[string]string{}, tokenPod: map[int64]string{}}
-}
+func newInvariants() *invariants { return &invariants{checker: protocol.New(key.Name)} }
 
 func (v *invariants) note(format string, args ...any) {
 	v.history = append(v.history, fmt.Sprintf(format, args...))
@@ -106,100 +101,25 @@ type failer interface {
 	Fatalf(format string, args ...any)
 }
 
-// check reads every object of the fixture and fails on the first invariant broken.
+// check reads the FencedLease, then its Leases, then its pods, and fails on the
+// invariants that read breaks.
 func (v *invariants) check(t failer, c client.Client) {
 	t.Helper()
 	ctx := context.Background()
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf("%s\nhistory:\n  %s\nobjects:\n  %s", fmt.Sprintf(format, args...), joinLines(v.history), joinLines(dump(c)))
+	var fl *fencingv1.FencedLease
+	if got := (&fencingv1.FencedLease{}); c.Get(ctx, key, got) == nil {
+		fl = got
 	}
-	leases := &coordinationv1.LeaseList{}
+	leases, pods := &coordinationv1.LeaseList{}, &corev1.PodList{}
 	if err := c.List(ctx, leases, client.InNamespace(key.Namespace)); err != nil {
 		t.Fatalf("%v", err)
 	}
-	for i := range leases.Items {
-		l := &leases.Items[i]
-		rec := leaserecord.Read(l)
-		if rec.Token < v.leaseTokens[l.Name] {
-			fail("Lease %s: its token went down from %d to %d (holder %q)", l.Name, v.leaseTokens[l.Name], rec.Token, rec.Holder)
-		}
-		v.leaseTokens[l.Name] = rec.Token
-		if rec.Holder != "" && rec.HasHolderUID {
-			v.tokenNames(fail, rec.Token, string(rec.HolderUID), "Lease "+l.Name)
-		}
-	}
-	fl := &fencingv1.FencedLease{}
-	gone := false
-	if err := c.Get(ctx, key, fl); err == nil {
-		if fl.Status.FencingToken < v.statusToken {
-			fail("status.fencingToken went down from %d to %d", v.statusToken, fl.Status.FencingToken)
-		}
-		v.statusToken = fl.Status.FencingToken
-		v.holders = max(v.holders, holdersOf(fl))
-	} else {
-		gone = true
-	}
-	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(key.Namespace)); err != nil {
 		t.Fatalf("%v", err)
 	}
-	holding := map[string][]string{} // slot → pods Holding or Draining
-	total := 0
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		uid, st := string(p.UID), grantorder.PodState(p)
-		tok, has := p.Annotations[fencingv1.TokenAnnotation]
-		if has {
-			if was, ok := v.podToken[uid]; ok && was != tok {
-				fail("pod %s was granted twice: token %s, then %s", p.Name, was, tok)
-			}
-			v.podToken[uid] = tok
-			if n := leaserecord.ParseToken(p.Annotations); n > 0 {
-				v.tokenNames(fail, n, uid, "pod "+p.Name)
-			}
-		}
-		switch st {
-		case fencingv1.PodReleased, fencingv1.PodRevoked:
-			v.ended[uid] = true
-		case fencingv1.PodHolding, fencingv1.PodDraining:
-			if v.ended[uid] {
-				fail("pod %s is %s again after its grant ended", p.Name, st)
-			}
-			slot := p.Annotations[fencingv1.SlotAnnotation]
-			holding[slot] = append(holding[slot], p.Name)
-			total++
-		}
+	if broken := v.checker.Objects(fl, leases.Items, pods.Items); len(broken) > 0 {
+		t.Fatalf("%s\nhistory:\n  %s\nobjects:\n  %s", strings.Join(broken, "\n"), joinLines(v.history), joinLines(dump(c)))
 	}
-	if gone {
-		// D1: the finalizer went only once no slot's Lease names a live grant.
-		alive := map[string]bool{}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			alive[string(p.UID)] = p.DeletionTimestamp == nil && !v.ended[string(p.UID)]
-		}
-		for i := range leases.Items {
-			if rec := leaserecord.Read(&leases.Items[i]); rec.Holder != "" && alive[string(rec.HolderUID)] {
-				fail("the FencedLease is gone while Lease %s names %s with token %d", leases.Items[i].Name, rec.Holder, rec.Token)
-			}
-		}
-	}
-	for slot, names := range holding {
-		if len(names) > 1 {
-			fail("slot %q: pods %v all Holding or Draining", slot, names)
-		}
-	}
-	if v.holders > 0 && int32(total) > v.holders {
-		fail("%d pods Holding or Draining, more than spec.holders %d", total, v.holders)
-	}
-}
-
-// tokenNames records that token names pod uid, and fails when it named another before.
-func (v *invariants) tokenNames(fail func(string, ...any), token int64, uid, where string) {
-	if was, ok := v.tokenPod[token]; ok && was != uid {
-		fail("token %d names two pods: %s, then %s on %s", token, was, uid, where)
-	}
-	v.tokenPod[token] = uid
 }
 
 // dump is what the API server holds, a line an object, for a failure's report.
@@ -304,7 +224,12 @@ func leaseHolderRenews(t *testing.T, f *casFixture, k client.ObjectKey) bool {
 // successor, one grant and slots), a revoke request, a release followed by a grant, and a
 // grant on an idle FencedLease.
 func crashScenarios() []crashScenario {
-	expire := func(t *testing.T, f *casFixture) { f.clock.Step(11 * time.Second) }
+	// expire steps past the grant's limit: its lease, or its startup deadline (which the
+	// API server defaults, and the fake client does not).
+	expire := func(t *testing.T, f *casFixture) {
+		fl := fetch(t, f.c, key, &fencingv1.FencedLease{})
+		f.clock.Step(time.Duration(max(fl.Spec.StartupDeadlineSeconds, fl.Spec.LeaseDurationSeconds)+1) * time.Second)
+	}
 	renewedThenExpired := func(t *testing.T, f *casFixture) {
 		f.renew(t)
 		f.reconcile(t)
@@ -336,28 +261,41 @@ func crashScenarios() []crashScenario {
 // its writes in turn (k = 0 … all), lets the world move while the operator is down, then
 // restarts it (nothing remembered) and runs it for several lease-scale steps, checking
 // the invariants after every step. The pass with no crash is explored too.
+// crashpoints_envtest_test.go runs the same on a real API server.
 func TestEveryCrashPointOfAPass(t *testing.T) {
-	downs := []whileDown{
+	explored := exploreCrashPoints(t, func(_ *testing.T, f *casFixture) *casFixture { return f }, crashDowns(), 30)
+	t.Logf("crash points explored: %d (scenarios × writes+1 × what the world did while down)", explored)
+}
+
+// crashDowns are what the world does while the operator is down.
+func crashDowns() []whileDown {
+	return []whileDown{
 		{"nothing", func(*testing.T, *casFixture) {}},
 		{"the Lease's holder releases", func(t *testing.T, f *casFixture) { leaseHolderReleases(t, f, key) }},
 		{"the Lease's holder renews", func(t *testing.T, f *casFixture) { leaseHolderRenews(t, f, key) }},
 	}
+}
+
+// exploreCrashPoints runs every crash point of every scenario on the fixture place makes
+// of the scenario's own (the fake API server's, or a real one's), the operator running on
+// for steps passes after its restart, and returns how many it explored.
+func exploreCrashPoints(t *testing.T, place func(*testing.T, *casFixture) *casFixture, downs []whileDown, steps int) int {
 	explored := 0
 	for _, sc := range crashScenarios() {
 		// The writes of the pass under test, uncrashed.
-		probe := sc.setup(t)
+		probe := place(t, sc.setup(t))
 		sc.before(t, probe)
 		counter := &crashingClient{Client: probe.r.Client, budget: -1}
 		probe.r.Client = counter
 		probe.reconcile(t)
 		writes := counter.writes
 		if writes < 1 {
-			t.Fatalf("%s: the pass under test wrote nothing", sc.name)
+			t.Fatalf("%s: the pass under test wrote nothing\nobjects:\n  %s", sc.name, joinLines(dump(probe.c)))
 		}
 		for k := 0; k <= writes; k++ {
 			for _, down := range downs {
 				t.Run(fmt.Sprintf("%s/crash after write %d of %d/%s", sc.name, k, writes, down.name), func(t *testing.T) {
-					f := sc.setup(t)
+					f := place(t, sc.setup(t))
 					v := newInvariants()
 					v.check(t, f.c)
 					sc.before(t, f)
@@ -375,13 +313,13 @@ func TestEveryCrashPointOfAPass(t *testing.T) {
 					down.do(t, f)
 					v.note("while down: %s", down.name)
 					v.check(t, f.c)
-					runOn(t, f, v)
+					runOnFor(t, f, v, steps)
 				})
 				explored++
 			}
 		}
 	}
-	t.Logf("crash points explored: %d (scenarios × writes+1 × what the world did while down)", explored)
+	return explored
 }
 
 // TestEveryPassOnAStaleViewAndTwice runs the pass under test of each scenario on the view
@@ -418,9 +356,12 @@ func TestEveryPassOnAStaleViewAndTwice(t *testing.T) {
 
 // runOn runs the operator 30 passes, 700 ms apart, its holders renewing every third,
 // checking the invariants after each.
-func runOn(t *testing.T, f *casFixture, v *invariants) {
+func runOn(t *testing.T, f *casFixture, v *invariants) { runOnFor(t, f, v, 30) }
+
+// runOnFor is runOn for steps passes.
+func runOnFor(t *testing.T, f *casFixture, v *invariants, steps int) {
 	t.Helper()
-	for i := range 30 {
+	for i := range steps {
 		f.clock.Step(700 * time.Millisecond)
 		if i%3 == 0 {
 			leaseHolderRenewsAny(t, f)

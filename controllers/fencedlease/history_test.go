@@ -3,20 +3,27 @@ package fencedlease
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"pgregory.net/rapid"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -38,7 +45,47 @@ type historyWorld struct {
 	// before is the API server's objects as they were one action ago: what an informer
 	// one event behind would show.
 	before []client.Object
+	// revision is the StatefulSet's update revision: the one new pods are created from.
+	revision string
+	// forged are the pods no webhook admitted (A1): labeled after they were created.
+	forged map[types.UID]bool
+	// foreign is a Lease of a slot's name a user wrote without the lease label (A3).
+	foreign *coordinationv1.Lease
+	// saw are the outcomes this history reached (a hand-off asked, each revocation
+	// reason): what the generated histories explore, counted over all of them.
+	saw map[string]bool
 }
+
+// sawOutcomes notes the outcomes the objects show now.
+func (w *historyWorld) sawOutcomes(rt *rapid.T) {
+	for _, rec := range w.held(rt) {
+		if rec.Successor != "" {
+			w.saw["a hand-off asked"] = true
+		}
+	}
+	fl := &fencingv1.FencedLease{}
+	if w.f.c.Get(context.Background(), key, fl) != nil {
+		return
+	}
+	if fl.Status.Transitions > 1 {
+		w.saw["two grants or more"] = true
+	}
+	revocations := []*fencingv1.Revocation{fl.Status.LastRevocation}
+	for _, s := range fl.Status.Slots {
+		revocations = append(revocations, s.LastRevocation)
+	}
+	for _, rv := range revocations {
+		if rv != nil {
+			w.saw["revoked "+string(rv.Reason)] = true
+		}
+	}
+}
+
+// workload is the StatefulSet whose pods the histories create: a rolling update gives
+// its new pods another revision (H1).
+const workload = "p"
+
+var workloadUID = types.UID("uid-statefulset-p")
 
 // snapshot keeps the objects as they are now, for a later pass on a stale view.
 func (w *historyWorld) snapshot(*rapid.T) { w.before = objectsOf(w.f.c) }
@@ -113,13 +160,29 @@ func (w *historyWorld) create(rt *rapid.T, name string, warm bool, ordinal bool)
 	if ordinal {
 		p.Labels["apps.kubernetes.io/pod-index"] = name[len(name)-1:]
 	}
-	switch err := w.f.c.Create(context.Background(), &p); {
-	case apierrors.IsAlreadyExists(err):
+	p.OwnerReferences = controlledBy("StatefulSet", workload, workloadUID)
+	p.Labels[controllerRevisionLabel] = w.revision
+	if !createWithStatus(rt, w.f.c, &p) {
 		return // a pod of that name is there still
-	case err != nil:
-		rt.Fatalf("creating pod %s: %v", name, err)
 	}
 	w.v.note("pod %s created (uid %s, warm=%v)", name, p.UID, warm)
+}
+
+// createWithStatus creates p and then writes its status (a create drops it, as the API
+// server does); false when a pod of its name exists.
+func createWithStatus(rt *rapid.T, c client.Client, p *corev1.Pod) bool {
+	status := p.Status
+	switch err := c.Create(context.Background(), p); {
+	case apierrors.IsAlreadyExists(err):
+		return false
+	case err != nil:
+		rt.Fatalf("creating pod %s: %v", p.Name, err)
+	}
+	p.Status = status
+	if err := c.Status().Update(context.Background(), p); err != nil {
+		rt.Fatalf("writing pod %s's status: %v", p.Name, err)
+	}
+	return true
 }
 
 // statusLine is the status in short, for the history.
@@ -139,9 +202,10 @@ func (w *historyWorld) reconcile(rt *rapid.T) {
 	}
 }
 
+// leases are the FencedLease's Leases (a user's, without the lease label, are not).
 func (w *historyWorld) leases(rt *rapid.T) []coordinationv1.Lease {
 	l := &coordinationv1.LeaseList{}
-	if err := w.f.c.List(context.Background(), l, client.InNamespace(key.Namespace)); err != nil {
+	if err := w.f.c.List(context.Background(), l, client.InNamespace(key.Namespace), client.MatchingLabels{fencingv1.LeaseLabel: key.Name}); err != nil {
 		rt.Fatalf("%v", err)
 	}
 	return l.Items
@@ -201,12 +265,12 @@ func (w *historyWorld) editFL(rt *rapid.T, what string, change func(*fencingv1.F
 // carries out or the fault it injects (doc.go's IDs: protocol_ids_test.go checks them).
 func (w *historyWorld) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
-		"G1 X2 the operator runs a pass": func(rt *rapid.T) {
+		"G1 G2 G3 G4 L3 X2 X3 X4 X5 X6 X8 C1 C2 Q2 H3 D1 P1 the operator runs a pass": func(rt *rapid.T) {
 			w.reconcile(rt)
 			w.v.note("pass → %s", w.statusLine())
 		},
 		"R2 time passes": func(rt *rapid.T) {
-			d := time.Duration(rapid.IntRange(100, 6000).Draw(rt, "ms")) * time.Millisecond
+			d := time.Duration(rapid.IntRange(100, 12000).Draw(rt, "ms")) * time.Millisecond
 			w.f.clock.Step(d)
 			w.v.note("%v passes", d)
 		},
@@ -226,7 +290,7 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			w.paused[uid] = !w.paused[uid]
 			w.v.note("holder %s paused=%v", uid, w.paused[uid])
 		},
-		"L2 a holder releases": func(rt *rapid.T) {
+		"L2 H2 a holder releases": func(rt *rapid.T) {
 			var named []coordinationv1.Lease
 			for _, l := range w.leases(rt) {
 				if rec := leaserecord.Read(&l); rec.Holder != "" && !w.paused[rec.HolderUID] {
@@ -242,24 +306,6 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 				rt.Fatalf("releasing: %v", err)
 			}
 			w.v.note("the holder of Lease %s releases", l.Name)
-		},
-		"L1 a pod is deleted, and re-created under its name": func(rt *rapid.T) {
-			pods := w.podList(rt)
-			if len(pods) == 0 {
-				rt.Skip("no pod")
-			}
-			p := pods[rapid.IntRange(0, len(pods)-1).Draw(rt, "pod")]
-			if err := w.f.c.Delete(context.Background(), &p); err != nil && !apierrors.IsNotFound(err) {
-				rt.Fatalf("deleting: %v", err)
-			}
-			w.v.note("pod %s (%s) deleted", p.Name, p.UID)
-			if rapid.Bool().Draw(rt, "re-create") {
-				w.create(rt, p.Name, rapid.Bool().Draw(rt, "warm"), true)
-			}
-		},
-		"G1 a candidate arrives": func(rt *rapid.T) {
-			name := rapid.SampledFrom(podNames).Draw(rt, "name")
-			w.create(rt, name, rapid.Bool().Draw(rt, "warm"), true)
 		},
 		"X1 a pass on a view one action behind": func(rt *rapid.T) {
 			if len(w.before) == 0 {
@@ -279,6 +325,99 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			w.f.restart()
 			w.v.note("pass killed after %d write(s); restarted → %s", k, w.statusLine())
 		},
+		"G1 H1 H4 H5 L1 X7 X9 a workload moves":         func(rt *rapid.T) { oneOf(rt, w.podActions()) },
+		"H6 Q1 G1 A1 A2 A3 D1 a user changes something": func(rt *rapid.T) { oneOf(rt, w.userActions()) },
+		"": func(rt *rapid.T) {
+			w.v.check(rt, w.f.c)
+			w.checkAuthority(rt)
+			w.sawOutcomes(rt)
+			w.snapshot(rt)
+		},
+	}
+}
+
+// checkAuthority: a pod no webhook admitted is never granted (A1);
+// a Lease without the lease label is never written (A3).
+func (w *historyWorld) checkAuthority(rt *rapid.T) {
+	for _, p := range w.podList(rt) {
+		_, token := p.Annotations[fencingv1.TokenAnnotation]
+		if w.forged[p.UID] && (grantorder.PodState(&p) == fencingv1.PodHolding || token) {
+			rt.Fatalf("pod %s, never admitted, was granted: %v\nhistory:\n  %s", p.Name, p.Annotations, joinLines(w.v.history))
+		}
+	}
+	if w.foreign == nil {
+		return
+	}
+	now := &coordinationv1.Lease{}
+	if err := w.f.c.Get(context.Background(), client.ObjectKeyFromObject(w.foreign), now); err != nil || now.ResourceVersion != w.foreign.ResourceVersion {
+		rt.Fatalf("Lease %s, written by a user without the lease label, was written or deleted (%v)\nhistory:\n  %s", w.foreign.Name, err, joinLines(w.v.history))
+	}
+}
+
+// podActions are what a workload's pods and their controller do: one action of a history.
+func (w *historyWorld) podActions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"L1 a pod is deleted, and re-created under its name": func(rt *rapid.T) {
+			pods := w.podList(rt)
+			if len(pods) == 0 {
+				rt.Skip("no pod")
+			}
+			p := pods[rapid.IntRange(0, len(pods)-1).Draw(rt, "pod")]
+			if err := w.f.c.Delete(context.Background(), &p); err != nil && !apierrors.IsNotFound(err) {
+				rt.Fatalf("deleting: %v", err)
+			}
+			w.v.note("pod %s (%s) deleted", p.Name, p.UID)
+			if rapid.Bool().Draw(rt, "re-create") {
+				w.create(rt, p.Name, rapid.Bool().Draw(rt, "warm"), true)
+			}
+		},
+		"G1 a candidate arrives": func(rt *rapid.T) {
+			name := rapid.SampledFrom(podNames).Draw(rt, "name")
+			w.create(rt, name, rapid.Bool().Draw(rt, "warm"), true)
+		},
+		"H1 H4 H5 a rolling update starts, or rolls back": func(rt *rapid.T) {
+			w.revision = map[string]string{"r1": "r2", "r2": "r1"}[w.revision]
+			sts := &appsv1.StatefulSet{}
+			if err := w.f.c.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: workload}, sts); err != nil {
+				rt.Fatalf("%v", err)
+			}
+			sts.Status.UpdateRevision = w.revision
+			if err := w.f.c.Update(context.Background(), sts); err != nil {
+				rt.Fatalf("%v", err)
+			}
+			w.v.note("the StatefulSet's update revision is %s", w.revision)
+		},
+		"X7 X9 a holder's container cannot start or run, or recovers": func(rt *rapid.T) {
+			named := map[types.UID]bool{}
+			for _, rec := range w.held(rt) {
+				named[rec.HolderUID] = true
+			}
+			var started []corev1.Pod
+			for _, p := range w.podList(rt) {
+				if named[p.UID] {
+					started = append(started, p)
+				}
+			}
+			if len(started) == 0 {
+				rt.Skip("no holder")
+			}
+			p := started[rapid.IntRange(0, len(started)-1).Draw(rt, "pod")]
+			reason := rapid.SampledFrom([]string{"", "CrashLoopBackOff", "ImagePullBackOff"}).Draw(rt, "waiting")
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app"}}
+			if reason != "" {
+				p.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: reason}
+			}
+			if err := w.f.c.Status().Update(context.Background(), &p); err != nil && !apierrors.IsConflict(err) {
+				rt.Fatalf("%v", err)
+			}
+			w.v.note("pod %s's container: %q", p.Name, reason)
+		},
+	}
+}
+
+// userActions are what a user with the edit role does: one action of a history.
+func (w *historyWorld) userActions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
 		"H6 spec.holders changes": func(rt *rapid.T) {
 			n := int32(rapid.IntRange(1, 3).Draw(rt, "holders"))
 			w.editFL(rt, fmt.Sprintf("spec.holders = %d", n), func(fl *fencingv1.FencedLease) { fl.Spec.Holders = n })
@@ -307,8 +446,8 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			w.editFL(rt, "minFencingToken raised", func(fl *fencingv1.FencedLease) { fl.Spec.MinFencingToken = fl.Status.FencingToken + 5 })
 		},
 		"D1 the FencedLease is deleted": func(rt *rapid.T) {
-			if rapid.IntRange(0, 15).Draw(rt, "rarely") > 0 {
-				rt.Skip("deleted in one draw of sixteen: most histories keep their FencedLease")
+			if rapid.IntRange(0, 3).Draw(rt, "rarely") > 0 {
+				rt.Skip("deleted in one draw of four: most histories keep their FencedLease")
 			}
 			fl := &fencingv1.FencedLease{}
 			if err := w.f.c.Get(context.Background(), key, fl); err != nil {
@@ -331,11 +470,40 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			}
 			w.v.note("lease label taken off pod %s", p.Name)
 		},
-		"": func(rt *rapid.T) {
-			w.v.check(rt, w.f.c)
-			w.snapshot(rt)
+		"A1 a user labels a running pod the webhook never admitted": func(rt *rapid.T) {
+			name := fmt.Sprintf("labeled-later-%d", len(w.forged))
+			p := pod(name, w.f.clock.Now())
+			p.UID = types.UID("uid-" + name)
+			delete(p.Annotations, fencingv1.StateAnnotation) // kubectl label: no admission ran
+			p.Spec.SchedulingGates = nil
+			p.Status.Phase = corev1.PodRunning
+			createWithStatus(rt, w.f.c, &p)
+			w.forged[p.UID] = true
+			w.v.note("pod %s labeled, never admitted", name)
+		},
+		"A3 a user writes a Lease of a slot's name without the lease label": func(rt *rapid.T) {
+			if w.foreign != nil {
+				rt.Skip("written already")
+			}
+			name := fencingv1.SlotLeaseName(key.Name, 2)
+			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("someone")}}
+			switch err := w.f.c.Create(context.Background(), l); {
+			case apierrors.IsAlreadyExists(err):
+				rt.Skip("slot 2's Lease exists")
+			case err != nil:
+				rt.Fatalf("%v", err)
+			}
+			w.foreign = l
+			w.v.note("a user created Lease %s without the lease label", name)
 		},
 	}
+}
+
+// oneOf runs one of actions, drawn: a group of actions weighs as one in rapid's draw, so
+// the operator's pass and the clock come up often enough to act on what they change.
+func oneOf(rt *rapid.T, actions map[string]func(*rapid.T)) {
+	actions[rapid.SampledFrom(slices.Sorted(maps.Keys(actions))).Draw(rt, "which")](rt)
 }
 
 // settle runs the operator with every holder renewing until nothing is left to finish:
@@ -351,6 +519,13 @@ func (w *historyWorld) settle(rt *rapid.T) {
 	}
 }
 
+// flagSet is true when the command line set flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // TestGeneratedHistories runs generated histories of the protocol against the real
 // controller and checks the invariants after every action; at the end of each, once
 // settled, every token spent was carried by a grant (status.fencingToken at most
@@ -359,9 +534,20 @@ func (w *historyWorld) settle(rt *rapid.T) {
 // (-rapid.checks=10000).
 func TestGeneratedHistories(t *testing.T) {
 	var histories, finalized int
+	reached := map[string]int{}
 	defer func() {
 		t.Logf("histories: %d, of which %d saw their FencedLease deleted and let go", histories, finalized)
+		for _, outcome := range slices.Sorted(maps.Keys(reached)) {
+			t.Logf("  %s: in %d", outcome, reached[outcome])
+		}
 	}()
+	if !flagSet("rapid.steps") {
+		// Twenty-odd actions, one of them the operator's pass: rapid's 30 steps on average
+		// would see about one pass a history.
+		if err := flag.Set("rapid.steps", "80"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		histories++
 		fl := newFL(10)
@@ -373,12 +559,18 @@ func TestGeneratedHistories(t *testing.T) {
 		if rapid.Bool().Draw(rt, "keep pods") {
 			fl.Spec.RevocationPolicy = fencingv1.KeepPodPolicy
 		}
-		w := &historyWorld{f: fixtureOf(fl), v: newInvariants(), paused: map[types.UID]bool{}, born: map[string]int{}}
+		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: workload, UID: workloadUID},
+			Status: appsv1.StatefulSetStatus{UpdateRevision: "r1"}}
+		w := &historyWorld{f: fixtureOf(fl, sts), v: newInvariants(), paused: map[types.UID]bool{}, born: map[string]int{},
+			revision: "r1", forged: map[types.UID]bool{}, saw: map[string]bool{}}
 		for _, name := range podNames[:rapid.IntRange(1, 3).Draw(rt, "pods")] {
 			w.create(rt, name, rapid.Bool().Draw(rt, "warm"), true)
 		}
 		rt.Repeat(w.actions())
 		w.settle(rt)
+		for outcome := range w.saw {
+			reached[outcome]++
+		}
 		if apierrors.IsNotFound(w.f.c.Get(context.Background(), key, &fencingv1.FencedLease{})) {
 			finalized++
 		}

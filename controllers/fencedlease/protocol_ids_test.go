@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // The protocol's step IDs (G1, X3, …) are defined once, in doc.go, and cited by the code,
@@ -79,6 +81,34 @@ func TestProtocolIDsAreDefinedAndTested(t *testing.T) {
 	slices.Sort(untested)
 	if len(untested) > 0 {
 		t.Errorf("protocol IDs defined in doc.go that no test cites (cite the ID where a test checks its invariant): %v", untested)
+	}
+}
+
+// Every step doc.go defines names the action of the generated histories (history_test.go)
+// that carries it out or brings it about: an action's name begins with the IDs it
+// covers. A step no action names is one the model never explores.
+func TestEveryProtocolStepHasAModelAction(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &historyWorld{}
+	named := map[string]bool{}
+	for _, group := range []map[string]func(*rapid.T){w.actions(), w.podActions(), w.userActions()} {
+		for name := range group {
+			for _, id := range citations(name) {
+				named[id] = true
+			}
+		}
+	}
+	var missing []string
+	for _, m := range definition.FindAllStringSubmatch(string(doc), -1) {
+		if !named[m[1]] {
+			missing = append(missing, m[1])
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("protocol steps no action of the generated histories names: %v", missing)
 	}
 }
 

@@ -87,6 +87,11 @@ func finishRevocationRule(in *input) (transition, bool) {
 		return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
 	}
 	if waitingOutCutOff(in.record, in.fl, in.h) {
+		if in.holder != nil && endedOnPod(in.holder, in.h.Token) {
+			// Its revocation was decided before a crash: the pod is marked (X5). Finish it
+			// now; waiting the lease out again would mark the pod Holding again.
+			return cutOffRevocation(in), true
+		}
 		return transition{}, false // cut off on purpose (C1): cutOffRunsOutRule
 	}
 	return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
@@ -147,12 +152,20 @@ func cutOffRunsOutRule(in *input) (transition, bool) {
 		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
 	case in.left > 0:
 		return transition{kind: keep, requeueAfter: in.left}, true
-	case in.revokeRequested:
-		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
-	case cutOffFor(in.record, fencingv1.ReasonPodCannotRun):
-		return transition{kind: revoke, revocation: fencingv1.ReasonPodCannotRun, message: cannotRunMessage(in)}, true
 	}
-	return transition{kind: revoke, revocation: expiryReason(in.started, true)}, true
+	return cutOffRevocation(in), true
+}
+
+// cutOffRevocation is the revocation of a holder cut off on purpose, for the reason it
+// was cut off for.
+func cutOffRevocation(in *input) transition {
+	switch {
+	case in.revokeRequested:
+		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}
+	case cutOffFor(in.record, fencingv1.ReasonPodCannotRun):
+		return transition{kind: revoke, revocation: fencingv1.ReasonPodCannotRun, message: cannotRunMessage(in)}
+	}
+	return transition{kind: revoke, revocation: expiryReason(in.started, true)}
 }
 
 // deletingRule: a FencedLease being deleted revokes its holder (D1) — one standing cut

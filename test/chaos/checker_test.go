@@ -96,10 +96,10 @@ func TestEachBadHistoryIsFlagged(t *testing.T) {
 	}{
 		{"two pods holding", func(h *History) {
 			h.States = append(h.States[:1], h.States[2:]...) // a never released
-		}, "two pods holding"},
+		}, "all Holding or Draining"},
 		{"a token to two pods", func(h *History) {
 			h.States[4].Token = 2
-		}, "token 2 held by two pods"},
+		}, "token 2 names two pods"},
 		{"a token that went down", func(h *History) {
 			h.States[4].Token, h.States[4].UID = 1, "ua2"
 		}, "began holding token 1 after token 2"},
@@ -201,11 +201,11 @@ func TestSlotHistories(t *testing.T) {
 		corrupt func(*History)
 		want    string
 	}{
-		{"two pods holding one slot", func(h *History) { h.States[1].Slot = 0 }, "slot 0: two pods holding"},
-		{"a token granted in two slots", func(h *History) { h.States[5].Token = 3 }, "token 3 held by two pods"},
+		{"two pods holding one slot", func(h *History) { h.States[1].Slot = 0 }, `slot "0": pods [a b] all Holding`},
+		{"a token granted in two slots", func(h *History) { h.States[5].Token = 3 }, "token 3 names two pods"},
 		{"more pods holding than slots", func(h *History) {
 			h.States = append(h.States, StateChange{At: at(980), Pod: "e", UID: "ue", State: "Holding", Token: 5, Slot: 2})
-		}, "3 pods holding at"},
+		}, "3 pods Holding or Draining, more than spec.holders 2"},
 		{"a slot's stale write accepted", func(h *History) {
 			h.Ledger = append(h.Ledger, Row{ID: 5, Token: 1})
 			h.Writes[4].Accepted, h.Writes[4].Row = true, 5

@@ -10,10 +10,16 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/invariants"
 )
 
 // History is what one run recorded.
@@ -37,6 +43,8 @@ type History struct {
 	Faults []Fault
 	// Ended is when the run stopped recording.
 	Ended time.Time
+	// Invariants are the protocol's invariants the recorder saw broken, each with when.
+	Invariants []string
 }
 
 // StateChange is a pod's state annotation as seen at At.
@@ -131,33 +139,48 @@ func CheckSlots(h History, holders int) []string {
 			v = append(v, fmt.Sprintf("slot %d: %s", slot, s))
 		}
 	}
-	return append(v, checkHolding(h.States, holders)...)
+	v = append(v, checkHolding(h.States, holders)...)
+	return append(v, h.Invariants...)
 }
 
-// checkHolding: never more than limit pods Holding (or Draining) at once; every token
-// granted to one pod UID only.
+// checkHolding replays the pods' states through the protocol's invariants
+// (test/invariants): never two pods Holding (or Draining) in a slot nor more than limit in
+// all, no token to two pods, no pod granted twice or holding again after its grant ended.
 func checkHolding(states []StateChange, limit int) []string {
 	var v []string
-	holding := map[types.UID]int64{}
-	owner := map[int64]types.UID{}
+	c := invariants.New(replayed)
+	c.SpecHolders(int32(limit))
+	pods := map[types.UID]corev1.Pod{}
 	for _, s := range states {
-		if s.State != "Holding" && s.State != "Draining" {
-			delete(holding, s.UID)
-			continue
+		if s.State == "" {
+			delete(pods, s.UID)
+		} else {
+			pods[s.UID] = replayedPod(s)
 		}
-		if o, ok := owner[s.Token]; ok && o != s.UID {
-			v = append(v, fmt.Sprintf("token %d held by two pods (%s and %s)", s.Token, o, s.UID))
+		all := make([]corev1.Pod, 0, len(pods))
+		for _, p := range pods {
+			all = append(all, p)
 		}
-		owner[s.Token] = s.UID
-		holding[s.UID] = s.Token
-		switch n := len(holding); {
-		case n > limit && limit == 1:
-			v = append(v, fmt.Sprintf("two pods holding at %s: %v", s.At.Format(time.RFC3339Nano), holding))
-		case n > limit:
-			v = append(v, fmt.Sprintf("%d pods holding at %s, above %d slots: %v", n, s.At.Format(time.RFC3339Nano), limit, holding))
+		for _, broken := range c.Pods(all) {
+			v = append(v, fmt.Sprintf("at %s: %s", s.At.Format(time.RFC3339Nano), broken))
 		}
 	}
 	return v
+}
+
+// replayed names the FencedLease of a replayed history.
+const replayed = "replayed"
+
+// replayedPod is the pod a state change shows, as the invariants read it.
+func replayedPod(s StateChange) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: s.Pod, UID: s.UID,
+		Labels: map[string]string{fencingv1.LeaseLabel: replayed},
+		Annotations: map[string]string{fencingv1.StateAnnotation: s.State,
+			fencingv1.SlotAnnotation: strconv.FormatInt(int64(s.Slot), 10)}}}
+	if s.Token > 0 {
+		p.Annotations[fencingv1.TokenAnnotation] = strconv.FormatInt(s.Token, 10)
+	}
+	return p
 }
 
 // BySlot splits h into one history per slot; the faults and the lease go to each.
@@ -203,7 +226,7 @@ func (h History) BySlot() map[int32]History {
 
 // Check returns every violation of the guarantees in h.
 func Check(h History) []string {
-	var v []string
+	v := slices.Clone(h.Invariants)
 	v = append(v, checkStates(h.States)...)
 	v = append(v, checkLedger(h)...)
 	v = append(v, checkLives(h.Holders)...)
@@ -241,10 +264,10 @@ func checkStates(states []StateChange) []string {
 // ledger holds nothing else).
 func checkLedger(h History) []string {
 	var v []string
-	for i := 1; i < len(h.Ledger); i++ {
-		if h.Ledger[i].Token < h.Ledger[i-1].Token {
-			v = append(v, fmt.Sprintf("stale write accepted: row %d token %d after row %d token %d",
-				h.Ledger[i].ID, h.Ledger[i].Token, h.Ledger[i-1].ID, h.Ledger[i-1].Token))
+	c := invariants.New(replayed)
+	for _, r := range h.Ledger {
+		for _, broken := range c.Accepted("ledger", r.Token) {
+			v = append(v, fmt.Sprintf("stale write accepted: row %d token %d: %s", r.ID, r.Token, broken))
 		}
 	}
 	rows := map[int64]int64{}

@@ -19,22 +19,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/invariants"
 )
 
 // Recorder follows the pods' states and the Lease's renewals with watches, and the
 // FencedLease's revocations by polling its status: the History's States, Renewals and
-// Revocations of one FencedLease, on envtest or on real nodes.
+// Revocations of one FencedLease, on envtest or on real nodes. At every event it observes
+// it checks the protocol's invariants (test/invariants) on the objects as it saw them:
+// the History's Invariants.
 type Recorder struct {
 	mu          sync.Mutex
 	states      []StateChange
 	renewals    []Renewal
 	revocations []Revocation
 	lastState   map[string]string // pod UID → last state recorded
+	pods        map[types.UID]corev1.Pod
+	checker     *invariants.Checker
+	broken      []string
 }
 
 // Record starts recording the FencedLease ns/lease until ctx ends.
 func Record(ctx context.Context, cs *kubernetes.Clientset, c client.Client, ns, lease string) *Recorder {
-	r := &Recorder{lastState: map[string]string{}}
+	r := &Recorder{lastState: map[string]string{}, pods: map[types.UID]corev1.Pod{}, checker: invariants.New(lease)}
 	go follow(ctx, func(ctx context.Context, rv string) (watch.Interface, error) {
 		if rv == "" {
 			// A fresh start: pods deleted while no watch ran are gone from the list.
@@ -51,6 +57,7 @@ func Record(ctx context.Context, cs *kubernetes.Clientset, c client.Client, ns, 
 		return cs.CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	}, func(ev watch.Event) { r.lease(ev.Object, lease) })
 	go r.pollRevocations(ctx, c, ns, lease)
+	go r.pollFencedLease(ctx, c, ns, lease)
 	return r
 }
 
@@ -100,6 +107,7 @@ func (r *Recorder) pod(o runtime.Object, deleted bool) {
 	slot, _ := strconv.ParseInt(p.Annotations[fencingv1.SlotAnnotation], 10, 32)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.observePod(p, deleted)
 	if prev, seen := r.lastState[string(p.UID)]; seen && prev == state {
 		return
 	}
@@ -117,6 +125,11 @@ func (r *Recorder) relisted(pods []corev1.Pod) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for uid := range r.pods {
+		if !present[string(uid)] {
+			delete(r.pods, uid)
+		}
+	}
 	for uid, state := range r.lastState {
 		if !present[uid] && state != "" {
 			r.lastState[uid] = ""
@@ -127,7 +140,13 @@ func (r *Recorder) relisted(pods []corev1.Pod) {
 
 func (r *Recorder) lease(o runtime.Object, name string) {
 	l, ok := o.(*coordinationv1.Lease)
-	if !ok || l.Labels[fencingv1.LeaseLabel] != name || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	r.broke(r.checker.Lease(l))
+	r.mu.Unlock()
+	if l.Labels[fencingv1.LeaseLabel] != name || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
 		return // not one of the FencedLease's (slot 0's is its name, slot k's name-slot-k)
 	}
 	slot, _ := strconv.ParseInt(l.Labels[fencingv1.SlotLabel], 10, 32)
@@ -168,10 +187,59 @@ func (r *Recorder) pollRevocations(ctx context.Context, c client.Client, ns, nam
 	}
 }
 
+// observePod checks the invariants on every pod as the pod watch shows them after this
+// event: one watch's events come in the order they happened, so the set is one the
+// API server held.
+func (r *Recorder) observePod(p *corev1.Pod, deleted bool) {
+	if deleted {
+		delete(r.pods, p.UID)
+	} else {
+		r.pods[p.UID] = *p.DeepCopy()
+	}
+	pods := make([]corev1.Pod, 0, len(r.pods))
+	for _, q := range r.pods {
+		pods = append(pods, q)
+	}
+	r.broke(r.checker.Pods(pods))
+}
+
+// broke records the invariants an observation broke, with when.
+func (r *Recorder) broke(violations []string) {
+	for _, v := range violations {
+		r.broken = append(r.broken, time.Now().Format(time.RFC3339Nano)+": "+v)
+	}
+}
+
+// pollFencedLease checks the invariants on the FencedLease every 50 ms; once it is gone,
+// on its Leases and pods listed after that (the finalizer's invariant, D1).
+func (r *Recorder) pollFencedLease(ctx context.Context, c client.Client, ns, name string) {
+	for ctx.Err() == nil {
+		fl := &fencingv1.FencedLease{}
+		switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl); {
+		case err == nil:
+			r.mu.Lock()
+			r.broke(r.checker.FencedLease(fl))
+			r.mu.Unlock()
+		case apierrors.IsNotFound(err):
+			leases, pods := &coordinationv1.LeaseList{}, &corev1.PodList{}
+			if c.List(ctx, leases, client.InNamespace(ns)) == nil && c.List(ctx, pods, client.InNamespace(ns)) == nil {
+				r.mu.Lock()
+				r.broke(r.checker.Gone(leases.Items, pods.Items))
+				r.mu.Unlock()
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // Into adds what was recorded so far to h.
 func (r *Recorder) Into(h *History) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	h.Invariants = append(h.Invariants, r.broken...)
 	h.States = append(h.States, r.states...)
 	h.Renewals = append(h.Renewals, r.renewals...)
 	h.Revocations = append(h.Revocations, r.revocations...)

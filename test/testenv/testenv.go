@@ -4,11 +4,7 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -28,9 +24,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/fencedlease/fencedlease/config/crd"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
+	"github.com/fencedlease/fencedlease/test/plane"
 )
 
 // Scheme knows the built-in types, CRDs and the FencedLease.
@@ -43,38 +39,13 @@ func Scheme() *k8sruntime.Scheme {
 }
 
 // RepoRoot is the repository's top folder.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+func RepoRoot() string { return plane.RepoRoot() }
 
 // AssetsDir is KUBEBUILDER_ASSETS, or the folder `make envtest` builds into.
-func AssetsDir() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	matches, _ := filepath.Glob(filepath.Join(RepoRoot(), "bin", "k8s", "*"))
-	if len(matches) == 0 {
-		return "", errors.New("no control plane binaries: run 'make envtest' (or 'make test')")
-	}
-	return matches[len(matches)-1], nil
-}
+func AssetsDir() (string, error) { return plane.AssetsDir() }
 
 // New returns an environment with the CRDs; the caller may add to it, then Start it.
-func New() (*envtest.Environment, error) {
-	assets, err := AssetsDir()
-	if err != nil {
-		return nil, err
-	}
-	crds, err := crd.Objects()
-	if err != nil {
-		return nil, err
-	}
-	return &envtest.Environment{
-		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
-		BinaryAssetsDirectory: assets,
-	}, nil
-}
+func New() (*envtest.Environment, error) { return plane.New() }
 
 // StartT is Start for one test: it fails the test when the control plane cannot start,
 // and stops it when the test ends.
