@@ -311,10 +311,17 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			if len(w.before) == 0 {
 				rt.Skip("no view yet")
 			}
-			if err := w.f.onView(w.before); err != nil {
+			behind := map[string]func(client.Object) bool{
+				"every kind":      func(client.Object) bool { return true },
+				"the FencedLease": isKind[*fencingv1.FencedLease],
+				"the Leases":      isKind[*coordinationv1.Lease],
+				"the pods":        isKind[*corev1.Pod],
+			}
+			which := rapid.SampledFrom(slices.Sorted(maps.Keys(behind))).Draw(rt, "behind")
+			if err := w.f.onView(mixedView(w.before, objectsOf(w.f.c), behind[which])); err != nil {
 				rt.Fatalf("a pass on a stale view: %v", err)
 			}
-			w.v.note("pass on a view one action behind → %s", w.statusLine())
+			w.v.note("pass on a view with %s one action behind → %s", which, w.statusLine())
 		},
 		"X4 the operator is killed mid-pass and restarted": func(rt *rapid.T) {
 			k := rapid.IntRange(0, 4).Draw(rt, "writes before the kill")
