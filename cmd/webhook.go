@@ -17,15 +17,18 @@ import (
 )
 
 type webhookOptions struct {
-	enabled       bool
-	host          string
-	port          int
-	certDir       string
-	rotateCerts   bool
-	secretName    string
-	serviceName   string
-	configuration string
-	agentImage    string
+	enabled     bool
+	host        string
+	port        int
+	certDir     string
+	rotateCerts bool
+	// certsFromSecret: the certificate folder is filled from the Secret through the API
+	// (certSync), not by a Secret volume; false where the files are there already.
+	certsFromSecret bool
+	secretName      string
+	serviceName     string
+	configuration   string
+	agentImage      string
 }
 
 func (o *webhookOptions) bind(fs *flag.FlagSet) {
@@ -34,6 +37,8 @@ func (o *webhookOptions) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder of the webhook's tls.crt and tls.key.")
 	fs.BoolVar(&o.rotateCerts, "webhook-cert-rotation", true,
 		"Provision and rotate the webhook's serving certificate and inject its CA; false when cert-manager does it.")
+	fs.BoolVar(&o.certsFromSecret, "webhook-certs-from-secret", true,
+		"Write the webhook's certificate from its Secret (--webhook-secret-name) into --webhook-cert-dir, read through the API; false when the folder is filled otherwise (a Secret volume).")
 	fs.StringVar(&o.secretName, "webhook-secret-name", "fencedlease-webhook-server-cert", "Secret holding the webhook certificate.")
 	fs.StringVar(&o.serviceName, "webhook-service-name", "fencedlease-webhook-service", "Service in front of the webhook.")
 	fs.StringVar(&o.configuration, "webhook-configuration-name", "fencedlease-mutating-webhook-configuration",
@@ -45,7 +50,7 @@ func (o *webhookOptions) bind(fs *flag.FlagSet) {
 // certificate it generated.
 func (o *webhookOptions) serveLocally(w envtest.WebhookInstallOptions) {
 	o.enabled = true
-	o.rotateCerts = false
+	o.rotateCerts, o.certsFromSecret = false, false
 	o.host, o.port, o.certDir = w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir
 	if o.agentImage == "" {
 		o.agentImage = "fencedlease-agent:dev" // no kubelet pulls it there
@@ -62,26 +67,43 @@ func setupWebhook(mgr ctrl.Manager, o webhookOptions) error {
 	if o.agentImage == "" {
 		return errors.New("--agent-image (or AGENT_IMAGE) is required with --webhook")
 	}
-	ready := make(chan struct{})
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" && (o.rotateCerts || o.certsFromSecret) {
+		return errors.New("--webhook-cert-rotation and --webhook-certs-from-secret need POD_NAMESPACE (the operator's namespace)")
+	}
+	secret := types.NamespacedName{Namespace: ns, Name: o.secretName}
+	rotated := make(chan struct{})
 	if o.rotateCerts {
-		ns := os.Getenv("POD_NAMESPACE")
-		if ns == "" {
-			return errors.New("--webhook-cert-rotation needs POD_NAMESPACE (the operator's namespace)")
-		}
 		if err := rotator.AddRotator(mgr, &rotator.CertRotator{
-			SecretKey:      types.NamespacedName{Namespace: ns, Name: o.secretName},
+			SecretKey:      secret,
 			CertDir:        o.certDir,
 			CAName:         "fencedlease-ca",
 			CAOrganization: "fencedlease",
 			DNSName:        fmt.Sprintf("%s.%s.svc", o.serviceName, ns),
-			IsReady:        ready,
+			IsReady:        rotated,
 			Webhooks:       []rotator.WebhookInfo{{Name: o.configuration, Type: rotator.Mutating}},
 		}); err != nil {
 			return fmt.Errorf("setting up certificate rotation: %w", err)
 		}
 	} else {
-		close(ready)
+		close(rotated)
 	}
+	written := make(chan struct{})
+	if o.certsFromSecret {
+		sync := newCertSync(mgr.GetAPIReader(), secret, o.certDir)
+		if err := mgr.Add(sync); err != nil {
+			return err
+		}
+		written = sync.written
+	} else {
+		close(written)
+	}
+	ready := make(chan struct{})
+	go func() {
+		<-written
+		<-rotated
+		close(ready)
+	}()
 	h, err := podwebhook.NewHandler(mgr.GetAPIReader(), mgr.GetScheme(), o.agentImage)
 	if err != nil {
 		return err

@@ -32,8 +32,9 @@ import (
 )
 
 // TestWebhookCertificates: with the shipped bundle's webhook configuration installed, the
-// operator provisions its serving certificate, injects the CA, and serves TLS for the
-// Service's DNS name; only then is it ready.
+// operator provisions its serving certificate, injects the CA, writes the certificate
+// from its Secret into its cert dir, and serves TLS for the Service's DNS name; only then
+// is it ready, within seconds.
 func TestWebhookCertificates(t *testing.T) {
 	_, cfg, c := testenv.StartT(t)
 	ctx := context.Background()
@@ -95,13 +96,11 @@ func TestWebhookCertificates(t *testing.T) {
 		t.Fatalf("no certificate Secret with its CA injected into every webhook of %s: %v", whc.Name, err)
 	}
 
-	// The kubelet projects the Secret into the Deployment's volume at the cert dir.
-	for _, f := range []string{"tls.crt", "tls.key"} {
-		if err := os.WriteFile(filepath.Join(o.certDir, f), secret.Data[f], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := wait.PollUntilContextCancel(wctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+	// The operator writes the Secret's certificate into its cert dir itself (no Secret
+	// volume to wait for): ready within seconds of starting.
+	rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer rcancel()
+	if err := wait.PollUntilContextCancel(rctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probes))
 		if err != nil {
 			return false, nil
@@ -109,7 +108,7 @@ func TestWebhookCertificates(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	}); err != nil {
-		t.Fatalf("never ready: %v", err)
+		t.Fatalf("not ready within 20 s of starting: %v", err)
 	}
 
 	roots := x509.NewCertPool()

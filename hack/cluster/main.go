@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ func main() {
 	images := flag.String("images", "bin/images", "make images' output: one OCI layout per image")
 	tool := flag.String("image-tool", "bin/image-tool", "make images' tool, which serves the registry")
 	down := flag.Bool("down", false, "remove what an earlier run left (processes, mounts, cgroups, the namespace) and exit")
+	kubeconfig := flag.String("write-kubeconfig", "bin/cluster.kubeconfig", "where to write the kubeconfig that reaches the cluster from this machine (a loopback port forwarded into it)")
 	flag.Parse()
 	if *down {
 		if err := realcluster.Cleanup(); err != nil {
@@ -58,18 +60,45 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	hostConfig, err := filepath.Abs(*kubeconfig)
+	if err != nil {
+		fail(err)
+	}
+	raw, err := os.ReadFile(c.HostKubeconfig)
+	if err == nil {
+		err = os.WriteFile(hostConfig, raw, 0o600)
+	}
+	if err == nil {
+		err = toSudoUser(hostConfig)
+	}
+	if err != nil {
+		c.Stop()
+		fail(fmt.Errorf("writing %s: %w", *kubeconfig, err))
+	}
+	defer os.Remove(hostConfig)
 	fmt.Printf(`cluster: two Ready nodes (%s) in %s
-  kubeconfig:  %s
-  use it:      nsenter --net=/run/netns/%s kubectl --kubeconfig %s get nodes -o wide
+  kubeconfig:  %s (its server: a port on 127.0.0.1 forwarded into the cluster)
+  use it:      export KUBECONFIG=%s; kubectl get nodes -o wide
   images:      %s/fencedlease:dev, %s/fencedlease-agent:dev (make images' output)
   nodes:       kubelet, containerd logs in %s; ctr: nsenter --net=/run/netns/%s %s/ctr --address %s/node-a/containerd.sock -n k8s.io tasks ls
-Ctrl-C stops it and removes all it made.
-`, c.Nodes, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig, realcluster.Netns, c.Kubeconfig,
+Ctrl-C (or SIGTERM to this process) stops it and removes all it made.
+`, c.Nodes, time.Since(start).Round(100*time.Millisecond), *kubeconfig, hostConfig,
 		c.Registry(), c.Registry(), filepath.Join(c.Dir(), "logs"), realcluster.Netns, c.Env.BinaryAssetsDirectory, c.Dir())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
 	c.Stop()
+}
+
+// toSudoUser gives path to the user who ran sudo make cluster, so their kubectl reads it
+// without sudo; as root itself, it stays root's.
+func toSudoUser(path string) error {
+	uid, errU := strconv.Atoi(os.Getenv("SUDO_UID"))
+	gid, errG := strconv.Atoi(os.Getenv("SUDO_GID"))
+	if errU != nil || errG != nil {
+		return nil
+	}
+	return os.Chown(path, uid, gid)
 }
 
 func fail(err error) {

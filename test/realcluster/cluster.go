@@ -50,11 +50,15 @@ type Cluster struct {
 	Nodes []string
 	// Kubeconfig is a cluster-admin kubeconfig's path.
 	Kubeconfig string
-	dir        string
-	assets     string
-	registry   string
-	nodes      map[string]*node
-	procs      []*exec.Cmd
+	// HostKubeconfig is the same kubeconfig for the machine outside the namespace: its
+	// server is the loopback port RunInNetns forwards to the API server; "" when the
+	// cluster was not started through RunInNetns.
+	HostKubeconfig string
+	dir            string
+	assets         string
+	registry       string
+	nodes          map[string]*node
+	procs          []*exec.Cmd
 	// exited is closed when a component's process has ended.
 	exited map[*exec.Cmd]chan struct{}
 }
@@ -131,6 +135,9 @@ func Start(o Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	if c.Kubeconfig, err = c.writeKubeconfig("admin", envtest.User{Name: "cluster-admin", Groups: []string{"system:masters"}}); err != nil {
+		return nil, err
+	}
+	if c.HostKubeconfig, err = c.writeHostKubeconfig(); err != nil {
 		return nil, err
 	}
 	if err := c.startControllers(o); err != nil {

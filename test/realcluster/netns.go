@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -33,8 +34,10 @@ const (
 func InNetns() bool { return os.Getenv(netnsEnv) != "" }
 
 // RunInNetns runs this program again inside a new network namespace, as root, waits for
-// it and cleans up all the run made (Cleanup), and returns its exit code. A signal to this
-// process is passed on. Only one run at a time: a second one fails at once.
+// it and cleans up all the run made (Cleanup), and returns its exit code. A SIGINT or
+// SIGTERM to this process is passed on. While it runs, a port of the machine's loopback
+// (FENCEDLEASE_FORWARD_PORT, or any free one) is forwarded to the API server inside (see
+// Cluster.HostKubeconfig). Only one run at a time: a second one fails at once.
 func RunInNetns() (int, error) {
 	if os.Geteuid() != 0 {
 		return 0, errors.New("real nodes need root (a kubelet, containerd, runc, a network namespace): run as root")
@@ -55,9 +58,16 @@ func RunInNetns() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	want, _ := strconv.Atoi(os.Getenv(forwardPortEnv)) // a port asked for, or any free one
+	port, stopForward, err := forward(want)
+	if err != nil {
+		_ = Cleanup()
+		return 0, err
+	}
+	defer stopForward()
 	cmd := exec.Command("nsenter", append([]string{"--net=/run/netns/" + Netns, "--", self}, os.Args[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), netnsEnv+"="+Netns)
+	cmd.Env = append(os.Environ(), netnsEnv+"="+Netns, forwardPortEnv+"="+strconv.Itoa(port))
 	// Killed with this process, so the next run's Cleanup finds no run still going.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	sig := make(chan os.Signal, 1)

@@ -61,7 +61,7 @@ func testBadImageCold(t *testing.T) {
 				time.Sleep(50 * time.Millisecond) // bad is the older
 			}
 			working := reportedAt(t, ns, "good", "work", "env=2 file=2", 2*time.Minute)
-			rv := getFencedLease(t, ns, lease).Status.LastRevocation
+			rv := revocationRecorded(t, ns, lease, 1)
 			if rv == nil || rv.PodName != "bad" || rv.Token != 1 || !slices.Contains(c.want, rv.Reason) || !strings.Contains(rv.Message, "ImagePullBackOff") {
 				t.Fatalf("want bad's token 1 revoked as one of %v for ImagePullBackOff; got %+v", c.want, rv)
 			}

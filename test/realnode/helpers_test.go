@@ -149,6 +149,19 @@ func recorded(t *testing.T, ns, name, pod string, token int64) *fencingv1.Fenced
 	return fl
 }
 
+// revocationRecorded is the FencedLease's last revocation once it is token's, or what it
+// is after 10 s: a grant is at work on its Lease before the status records it (G4: at
+// most 2 s after), and with it the revocation that made room for it.
+func revocationRecorded(t *testing.T, ns, name string, token int64) *fencingv1.Revocation {
+	t.Helper()
+	var rv *fencingv1.Revocation
+	_ = poll(10*time.Second, func() bool {
+		rv = getFencedLease(t, ns, name).Status.LastRevocation
+		return rv != nil && rv.Token == token
+	})
+	return rv
+}
+
 // loggedAt is the kubelet's timestamp of the first line of a container's log holding want.
 func loggedAt(t *testing.T, ns, pod, container, want string) time.Time {
 	t.Helper()

@@ -74,7 +74,7 @@ func nodeLost(t *testing.T, ns string, dies bool) {
 	if len(tokens) < 2 || tokens[0] != 1 || tokens[len(tokens)-1] != 2 {
 		t.Errorf("accepted tokens %v, want token 1's writes then token 2's only", tokens)
 	}
-	rv := getFencedLease(t, ns, lease).Status.LastRevocation
+	rv := revocationRecorded(t, ns, lease, 1)
 	if rv == nil || rv.PodName != "writer-1" || rv.Reason != fencingv1.ReasonLeaseExpired {
 		t.Errorf("want writer-1 revoked as LeaseExpired; got %+v", rv)
 	} else if rv.Time.Sub(last) < leaseSeconds*time.Second {
