@@ -87,9 +87,10 @@ func finishRevocationRule(in *input) (transition, bool) {
 		return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
 	}
 	if waitingOutCutOff(in.record, in.fl, in.h) {
-		if in.holder != nil && endedOnPod(in.holder, in.h.Token) {
+		if in.holder != nil && grantorder.PodState(in.holder) == fencingv1.PodRevoked && endedOnPod(in.holder, in.h.Token) {
 			// Its revocation was decided before a crash: the pod is marked (X5). Finish it
-			// now; waiting the lease out again would mark the pod Holding again.
+			// now; waiting the lease out again would mark the pod Holding again. (A pod
+			// marked Released is gone or finished: releasedRule judges it again.)
 			return cutOffRevocation(in), true
 		}
 		return transition{}, false // cut off on purpose (C1): cutOffRunsOutRule
