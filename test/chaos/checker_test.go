@@ -4,6 +4,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -218,5 +224,38 @@ func TestSlotHistories(t *testing.T) {
 				t.Fatalf("want a violation %q, got %v", tc.want, v)
 			}
 		})
+	}
+}
+
+// The recorder checks the protocol's invariants at every event its watches deliver, and
+// the history carries what they found.
+func TestTheRecorderChecksTheInvariantsAtEveryEvent(t *testing.T) {
+	r := newRecorder("singleton")
+	pod := func(state string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "ua",
+			Labels:      map[string]string{fencingv1.LeaseLabel: "singleton"},
+			Annotations: map[string]string{fencingv1.StateAnnotation: state, fencingv1.TokenAnnotation: "1"}}}
+	}
+	lease := func(token string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "singleton",
+			Labels: map[string]string{fencingv1.LeaseLabel: "singleton"}, Annotations: map[string]string{fencingv1.TokenAnnotation: token}}}
+	}
+	r.pod(pod("Holding"), false)
+	r.pod(pod("Revoked"), false)
+	r.lease(lease("2"), "singleton")
+	var clean History
+	r.Into(&clean)
+	if len(clean.Invariants) > 0 {
+		t.Fatalf("violations in a good run: %v", clean.Invariants)
+	}
+	r.pod(pod("Holding"), false)
+	r.lease(lease("1"), "singleton")
+	var h History
+	r.Into(&h)
+	got := strings.Join(Check(h), "\n")
+	for _, want := range []string{"pod a is Holding again after its grant ended", "Lease singleton: its token went down from 2 to 1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("violations %q, want one saying %q", got, want)
+		}
 	}
 }

@@ -25,8 +25,8 @@ import (
 // Recorder follows the pods' states and the Lease's renewals with watches, and the
 // FencedLease's revocations by polling its status: the History's States, Renewals and
 // Revocations of one FencedLease, on envtest or on real nodes. At every event it observes
-// it checks the protocol's invariants (test/invariants) on the objects as it saw them:
-// the History's Invariants.
+// (and every poll of the FencedLease) it checks the protocol's invariants
+// (test/invariants) on the objects as it saw them: the History's Invariants.
 type Recorder struct {
 	mu          sync.Mutex
 	states      []StateChange
@@ -40,7 +40,7 @@ type Recorder struct {
 
 // Record starts recording the FencedLease ns/lease until ctx ends.
 func Record(ctx context.Context, cs *kubernetes.Clientset, c client.Client, ns, lease string) *Recorder {
-	r := &Recorder{lastState: map[string]string{}, pods: map[types.UID]corev1.Pod{}, checker: invariants.New(lease)}
+	r := newRecorder(lease)
 	go follow(ctx, func(ctx context.Context, rv string) (watch.Interface, error) {
 		if rv == "" {
 			// A fresh start: pods deleted while no watch ran are gone from the list.
@@ -57,8 +57,11 @@ func Record(ctx context.Context, cs *kubernetes.Clientset, c client.Client, ns, 
 		return cs.CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	}, func(ev watch.Event) { r.lease(ev.Object, lease) })
 	go r.pollRevocations(ctx, c, ns, lease)
-	go r.pollFencedLease(ctx, c, ns, lease)
 	return r
+}
+
+func newRecorder(lease string) *Recorder {
+	return &Recorder{lastState: map[string]string{}, pods: map[types.UID]corev1.Pod{}, checker: invariants.New(lease)}
 }
 
 // follow watches from where it left off and re-watches within 50 ms of any break (an
@@ -95,10 +98,14 @@ func follow(ctx context.Context, start func(context.Context, string) (watch.Inte
 }
 
 func (r *Recorder) pod(o runtime.Object, deleted bool) {
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		return
+	if p, ok := o.(*corev1.Pod); ok {
+		r.record(p, deleted, true)
 	}
+}
+
+// record records pod p's state when it changed, and checks the invariants on every pod
+// the watch shows now when observe is set.
+func (r *Recorder) record(p *corev1.Pod, deleted, observe bool) {
 	state := p.Annotations[fencingv1.StateAnnotation]
 	if deleted {
 		state = ""
@@ -107,7 +114,14 @@ func (r *Recorder) pod(o runtime.Object, deleted bool) {
 	slot, _ := strconv.ParseInt(p.Annotations[fencingv1.SlotAnnotation], 10, 32)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.observePod(p, deleted)
+	if deleted {
+		delete(r.pods, p.UID)
+	} else {
+		r.pods[p.UID] = *p.DeepCopy()
+	}
+	if observe {
+		r.observePods()
+	}
 	if prev, seen := r.lastState[string(p.UID)]; seen && prev == state {
 		return
 	}
@@ -116,12 +130,12 @@ func (r *Recorder) pod(o runtime.Object, deleted bool) {
 }
 
 // relisted records the pods of a fresh list, and every pod seen before that is not in it
-// as deleted.
+// as deleted; the invariants are checked once, on the list.
 func (r *Recorder) relisted(pods []corev1.Pod) {
 	present := map[string]bool{}
 	for i := range pods {
 		present[string(pods[i].UID)] = true
-		r.pod(&pods[i], false)
+		r.record(&pods[i], false, false)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -130,6 +144,7 @@ func (r *Recorder) relisted(pods []corev1.Pod) {
 			delete(r.pods, uid)
 		}
 	}
+	r.observePods()
 	for uid, state := range r.lastState {
 		if !present[uid] && state != "" {
 			r.lastState[uid] = ""
@@ -164,7 +179,9 @@ func (r *Recorder) pollRevocations(ctx context.Context, c client.Client, ns, nam
 	seen := map[int64]bool{} // by token: each slot's last revocation, once
 	for ctx.Err() == nil {
 		fl := &fencingv1.FencedLease{}
-		if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl) == nil && fl.Status.Revocations != last {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl)
+		r.observeFencedLease(ctx, c, ns, fl, err)
+		if err == nil && fl.Status.Revocations != last {
 			if rv := fl.Status.LastRevocation; rv != nil {
 				r.mu.Lock()
 				r.revocations = append(r.revocations, Revocation{Pod: rv.PodName, Token: rv.Token, Reason: string(rv.Reason), At: rv.Time.Time})
@@ -187,15 +204,10 @@ func (r *Recorder) pollRevocations(ctx context.Context, c client.Client, ns, nam
 	}
 }
 
-// observePod checks the invariants on every pod as the pod watch shows them after this
-// event: one watch's events come in the order they happened, so the set is one the
+// observePods checks the invariants on every pod as the pod watch shows them after its
+// last event: one watch's events come in the order they happened, so the set is one the
 // API server held.
-func (r *Recorder) observePod(p *corev1.Pod, deleted bool) {
-	if deleted {
-		delete(r.pods, p.UID)
-	} else {
-		r.pods[p.UID] = *p.DeepCopy()
-	}
+func (r *Recorder) observePods() {
 	pods := make([]corev1.Pod, 0, len(r.pods))
 	for _, q := range r.pods {
 		pods = append(pods, q)
@@ -210,27 +222,20 @@ func (r *Recorder) broke(violations []string) {
 	}
 }
 
-// pollFencedLease checks the invariants on the FencedLease every 50 ms; once it is gone,
-// on its Leases and pods listed after that (the finalizer's invariant, D1).
-func (r *Recorder) pollFencedLease(ctx context.Context, c client.Client, ns, name string) {
-	for ctx.Err() == nil {
-		fl := &fencingv1.FencedLease{}
-		switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fl); {
-		case err == nil:
+// observeFencedLease checks the invariants on the FencedLease of namespace ns as read (err
+// its read's error); once it is gone, on its Leases and pods listed after that (D1).
+func (r *Recorder) observeFencedLease(ctx context.Context, c client.Client, ns string, fl *fencingv1.FencedLease, err error) {
+	switch {
+	case err == nil:
+		r.mu.Lock()
+		r.broke(r.checker.FencedLease(fl))
+		r.mu.Unlock()
+	case apierrors.IsNotFound(err):
+		leases, pods := &coordinationv1.LeaseList{}, &corev1.PodList{}
+		if c.List(ctx, leases, client.InNamespace(ns)) == nil && c.List(ctx, pods, client.InNamespace(ns)) == nil {
 			r.mu.Lock()
-			r.broke(r.checker.FencedLease(fl))
+			r.broke(r.checker.Gone(leases.Items, pods.Items))
 			r.mu.Unlock()
-		case apierrors.IsNotFound(err):
-			leases, pods := &coordinationv1.LeaseList{}, &corev1.PodList{}
-			if c.List(ctx, leases, client.InNamespace(ns)) == nil && c.List(ctx, pods, client.InNamespace(ns)) == nil {
-				r.mu.Lock()
-				r.broke(r.checker.Gone(leases.Items, pods.Items))
-				r.mu.Unlock()
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
