@@ -33,12 +33,7 @@ func TestEveryCrashPointOnTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
+	c, err := client.New(plane.StartT(t, env), client.Options{Scheme: NewScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/fencedlease/fencedlease/config/crd"
@@ -46,4 +48,16 @@ func New() (*envtest.Environment, error) {
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 		BinaryAssetsDirectory: assets,
 	}, nil
+}
+
+// StartT starts env for one test: it fails the test when the control plane cannot start,
+// and stops it when the test ends.
+func StartT(t testing.TB, env *envtest.Environment) *rest.Config {
+	t.Helper()
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return cfg
 }

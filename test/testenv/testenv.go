@@ -64,11 +64,7 @@ func StartT(t testing.TB) (*envtest.Environment, *rest.Config, client.WithWatch)
 // config and an uncached client.
 func StartEnvT(t testing.TB, env *envtest.Environment) (*rest.Config, client.WithWatch) {
 	t.Helper()
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := plane.StartT(t, env)
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		t.Fatal(err)
