@@ -58,8 +58,8 @@ func (o *webhookOptions) serveLocally(w envtest.WebhookInstallOptions) {
 }
 
 // setupWebhook serves the pod and FencedLease webhooks once their certificate is on disk:
-// provisioned by cert-controller (the default, so a plain kubectl apply works) or mounted
-// by cert-manager.
+// put in its Secret by cert-controller (the default, so a plain kubectl apply works) or by
+// cert-manager, and written from there by certSync.
 func setupWebhook(mgr ctrl.Manager, o webhookOptions) error {
 	if !o.enabled {
 		return nil
