@@ -91,7 +91,12 @@ func testAgentSidecar(t *testing.T) {
 	created := time.Now()
 	must(t, rc.Client.Create(ctx, pod))
 	reportedAt(t, ns, "worker", "work", "env=1 file=1", 90*time.Second)
-	p := getPod(t, ns, "worker")
+	// The container's log can come before the kubelet's status update that says it runs.
+	var p *corev1.Pod
+	_ = poll(10*time.Second, func() bool {
+		p = getPod(t, ns, "worker")
+		return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
 	if len(p.Spec.InitContainers) != 1 || p.Spec.InitContainers[0].Name != fencingv1.AgentContainerName ||
 		p.Spec.InitContainers[0].RestartPolicy == nil || *p.Spec.InitContainers[0].RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Fatalf("want the agent as the one native sidecar; init containers %+v", p.Spec.InitContainers)
