@@ -69,7 +69,7 @@ $(HELM): hack/helm/go.mod
 
 # make images' tool: builds, describes, pushes and serves the images (hack/images, its own
 # module, so go-containerregistry stays out of the operator's).
-$(IMAGE_TOOL): hack/images/go.mod $(wildcard hack/images/*.go)
+$(IMAGE_TOOL): hack/images/go.mod $(wildcard hack/images/*.go) hack/images/busybox/applets.txt
 	cd hack/images && go build -o $(IMAGE_TOOL) .
 
 .PHONY: nodes
@@ -173,10 +173,10 @@ bench: envtest ## Measure the operator against client-go leader election on one 
 ##@ Build and run
 
 .PHONY: demo
-demo: envtest ## The whole protocol in under a minute: pause a holder, see its stale write rejected. DSN=postgres://... for PostgreSQL.
+demo: envtest ## The whole protocol in under a minute: pause a holder, see its stale write rejected. DSN=postgres://... for PostgreSQL; SVG=docs/timeline.svg redraws the README's picture from the run.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/invoice-scheduler ./cmd/invoice-scheduler
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/demo ./cmd/demo
-	$(BIN)/demo --assets "$(KUBEBUILDER_ASSETS)" --scheduler $(BIN)/invoice-scheduler $(if $(DSN),--dsn "$(DSN)")
+	$(BIN)/demo --assets "$(KUBEBUILDER_ASSETS)" --scheduler $(BIN)/invoice-scheduler $(if $(DSN),--dsn "$(DSN)") $(if $(SVG),--svg "$(SVG)")
 
 .PHONY: build
 build: ## Build the operator, the small agent (sidecar and hold), the kubectl plugin and the example invoice scheduler into bin/.
@@ -205,13 +205,15 @@ IMAGE_CREATED ?= $(shell git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T
 IMAGE_SOURCE ?= https://github.com/fencedlease/fencedlease
 
 .PHONY: images
-images: $(IMAGE_TOOL) ## Build the two images (operator, agent) and the real nodes' sandbox image (pause) as OCI layouts in bin/images/, one index for IMAGE_PLATFORMS, without Docker; the same commit gives the same digests.
+images: $(IMAGE_TOOL) ## Build the two images (operator, agent), the real nodes' sandbox image (pause) and make cluster's busybox stand-in for the samples as OCI layouts in bin/images/, one index for IMAGE_PLATFORMS, without Docker; the same commit gives the same digests.
 	rm -rf $(IMAGES)/bin
 	for p in $(IMAGE_PLATFORMS); do os=$${p%/*} arch=$${p#*/}; \
 	  for b in fencedlease:./cmd fencedlease-agent:./cmd/agent invoice-scheduler:./cmd/invoice-scheduler; do \
 	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $(IMAGES)/bin/$${os}_$${arch}/$${b%%:*} $${b#*:} || exit 1; \
 	  done; \
-	  (cd hack/images && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $(IMAGES)/bin/$${os}_$${arch}/pause ./pause) || exit 1; \
+	  for b in pause busybox; do \
+	    (cd hack/images && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $(IMAGES)/bin/$${os}_$${arch}/$$b ./$$b) || exit 1; \
+	  done; \
 	done
 	$(IMAGE_TOOL) build -bin $(IMAGES)/bin -out $(IMAGES) -version "$(IMAGE_VERSION)" -revision "$(IMAGE_REVISION)" \
 	  -created "$(IMAGE_CREATED)" -source "$(IMAGE_SOURCE)"

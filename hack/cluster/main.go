@@ -43,13 +43,9 @@ func main() {
 			os.Setenv("KUBEBUILDER_ASSETS", abs)
 		}
 	}
-	layouts := map[string]string{}
-	for _, name := range []string{"fencedlease", "fencedlease-agent", "pause"} {
-		dir, err := filepath.Abs(filepath.Join(*images, name))
-		if err != nil {
-			fail(err)
-		}
-		layouts[name] = dir
+	layouts, err := realcluster.MadeImages(*images)
+	if err != nil {
+		fail(err)
 	}
 	toolPath, err := filepath.Abs(*tool)
 	if err != nil {
@@ -79,7 +75,8 @@ func main() {
 	fmt.Printf(`cluster: two Ready nodes (%s) in %s
   kubeconfig:  %s (its server: a port on 127.0.0.1 forwarded into the cluster)
   use it:      export KUBECONFIG=%s; kubectl get nodes -o wide
-  images:      %s/fencedlease:dev, %s/fencedlease-agent:dev (make images' output)
+  images:      %s/fencedlease:dev, %s/fencedlease-agent:dev (make images' output); docker.io's busybox:1.36
+               is a stand-in built here, for config/samples
   nodes:       kubelet, containerd logs in %s; ctr: nsenter --net=/run/netns/%s %s/ctr --address %s/node-a/containerd.sock -n k8s.io tasks ls
 Ctrl-C (or SIGTERM to this process) stops it and removes all it made.
 `, c.Nodes, time.Since(start).Round(100*time.Millisecond), *kubeconfig, hostConfig,

@@ -43,27 +43,46 @@ func runBuild(args []string) error {
 	}
 	l := labels{version: *version, revision: *revision, source: *source}
 	for _, img := range Images {
-		idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-		for _, p := range platforms {
-			image, err := build(img, filepath.Join(*bin, p.OS+"_"+p.Architecture), p, l, at)
-			if err != nil {
-				return fmt.Errorf("%s %s/%s: %w", img.Name, p.OS, p.Architecture, err)
-			}
-			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: image, Descriptor: v1.Descriptor{Platform: &p}})
-		}
-		dir := filepath.Join(*out, img.Name)
-		if err := os.RemoveAll(dir); err != nil {
-			return err
-		}
-		if _, err := layout.Write(dir, idx); err != nil {
-			return err
-		}
-		digest, err := idx.Digest()
+		err := writeIndex(*out, img.Name, platforms, func(p v1.Platform) (v1.Image, error) {
+			return build(img, filepath.Join(*bin, p.OS+"_"+p.Architecture), p, l, at)
+		})
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s\t%s\t%s\n", img.Name, dir, digest)
 	}
+	for _, s := range Standins {
+		err := writeIndex(*out, s.Name, platforms, func(p v1.Platform) (v1.Image, error) {
+			return buildStandin(s, filepath.Join(*bin, p.OS+"_"+p.Architecture), p, at)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeIndex writes out/name: one image index, a manifest per platform.
+func writeIndex(out, name string, platforms []v1.Platform, image func(v1.Platform) (v1.Image, error)) error {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, p := range platforms {
+		img, err := image(p)
+		if err != nil {
+			return fmt.Errorf("%s %s/%s: %w", name, p.OS, p.Architecture, err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
+	}
+	dir := filepath.Join(out, name)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if _, err := layout.Write(dir, idx); err != nil {
+		return err
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s\t%s\t%s\n", name, dir, digest)
 	return nil
 }
 

@@ -8,12 +8,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
-// fakeBinaries writes a file for every binary of every image under bin/<platform>/.
+// fakeBinaries writes a file for every binary of every image and stand-in under bin/<platform>/.
 func fakeBinaries(t *testing.T, platforms ...string) string {
 	bin := t.TempDir()
+	names := []string{}
+	for _, img := range Images {
+		names = append(names, img.Binaries...)
+	}
+	for _, s := range Standins {
+		names = append(names, s.Name)
+	}
 	for _, p := range platforms {
-		for _, img := range Images {
-			for _, b := range img.Binaries {
+		{
+			for _, b := range names {
 				dir := filepath.Join(bin, p)
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)

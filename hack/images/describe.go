@@ -28,6 +28,8 @@ type File struct {
 	Mode int64  `json:"mode"`
 	UID  int    `json:"uid"`
 	Size int64  `json:"size"`
+	// Link is what a symbolic link points to.
+	Link string `json:"link,omitempty"`
 }
 
 func runDescribe(args []string) error {
@@ -95,7 +97,7 @@ func describe(dir string) ([]Description, error) {
 				if err != nil {
 					return nil, err
 				}
-				desc.Files = append(desc.Files, File{Path: "/" + h.Name, Mode: h.Mode, UID: h.Uid, Size: h.Size})
+				desc.Files = append(desc.Files, File{Path: "/" + h.Name, Mode: h.Mode, UID: h.Uid, Size: h.Size, Link: h.Linkname})
 			}
 			rc.Close()
 		}

@@ -5,7 +5,10 @@ module github.com/fencedlease/fencedlease/hack/images
 
 go 1.26.0
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/google/go-containerregistry v0.22.1
+	mvdan.cc/sh/v3 v3.14.1
+)
 
 require (
 	github.com/docker/cli v29.7.2+incompatible // indirect
@@ -16,5 +19,6 @@ require (
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/term v0.45.0 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 )
