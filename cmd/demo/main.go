@@ -17,8 +17,8 @@ import (
 )
 
 type options struct {
-	assets, configDir, scheduler, dsn, workDir string
-	duration                                   time.Duration
+	assets, configDir, scheduler, dsn, workDir, svg string
+	duration                                        time.Duration
 }
 
 func main() {
@@ -27,6 +27,7 @@ func main() {
 	flag.StringVar(&o.configDir, "config", "config", "The repository's config folder (for the webhook configuration).")
 	flag.StringVar(&o.scheduler, "scheduler", "bin/invoice-scheduler", "The invoice-scheduler binary the pods run.")
 	flag.StringVar(&o.dsn, "dsn", "", "Ledger: a PostgreSQL URL; default a SQLite file in a temp folder.")
+	flag.StringVar(&o.svg, "svg", "", "Also draw act 1's timeline as an SVG into this file (docs/timeline.svg is one).")
 	flag.DurationVar(&o.duration, "lease-duration", 3*time.Second, "The FencedLease's lease duration (whole seconds).")
 	flag.Parse()
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -121,6 +122,11 @@ func run(ctx context.Context, o options) (bool, error) {
 	ok, err := report(ctx, tl, o, k, watch)
 	if err != nil || !ok {
 		return ok, err
+	}
+	if o.svg != "" {
+		if err := os.WriteFile(o.svg, []byte(picture(tl.snapshot(), seconds)), 0o644); err != nil {
+			return false, err
+		}
 	}
 	k.killAll()
 	return runShards(context.Background(), c, o, tl)

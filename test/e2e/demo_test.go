@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/xml"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,8 +26,11 @@ func TestDemo(t *testing.T) {
 	for _, ledger := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(ledger, func(t *testing.T) {
 			args := []string{"--assets", assets, "--scheduler", filepath.Join(bin, "invoice-scheduler"), "--config", filepath.Join(root, "config")}
+			svg := filepath.Join(t.TempDir(), "timeline.svg")
 			if ledger == "PostgreSQL" {
 				args = append(args, "--dsn", testenv.StartPostgres(t))
+			} else {
+				args = append(args, "--svg", svg)
 			}
 			out, err := exec.Command(filepath.Join(bin, "demo"), args...).CombinedOutput()
 			if err != nil {
@@ -48,6 +53,28 @@ func TestDemo(t *testing.T) {
 				}
 			}
 			t.Logf("%s", out)
+			if ledger == "SQLite" {
+				checkPicture(t, svg)
+			}
 		})
+	}
+}
+
+// checkPicture: --svg draws act 1 from the run's own timeline (the README's picture is
+// one): the grants, the revocation, the freeze, the accepted write and the refused one.
+func checkPicture(t *testing.T, path string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the demo drew no picture: %v", err)
+	}
+	if err := xml.Unmarshal(raw, new(struct{ XMLName xml.Name })); err != nil {
+		t.Fatalf("the picture is not well-formed XML: %v", err)
+	}
+	for _, want := range []string{"<svg", "grant 1", "grant 2", "grant 3", "revoke 1 (lease ran out)", "frozen (SIGSTOP)",
+		"writes the run, token 2: accepted", "late write with token 1: REFUSED by the ledger"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("the picture lacks %q", want)
+		}
 	}
 }
