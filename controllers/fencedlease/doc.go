@@ -27,7 +27,7 @@
 // then the Lease and the pods follow the status), runs the plan (run.go, project.go),
 // and remembers what landed (remember.go). Every step is idempotent for the same (pod
 // UID, token). One line
-// per step and the invariant it keeps; docs/fencing.md, "The protocol, numbered", says
+// per step and the invariant it keeps; docs/protocol.md says
 // how each is done and finished after a crash. The code, the docs and the tests cite
 // these IDs; protocol_ids_test.go checks that each cited one is defined here and each
 // defined one is cited by a test.

@@ -584,7 +584,7 @@ func TestGeneratedHistories(t *testing.T) {
 		got := &fencingv1.FencedLease{}
 		// A slot keeps no record of a release but its pod's mark: with the pod gone and the
 		// operator killed between the status write and the Lease's, the grant is counted
-		// again (transitions only; docs/fencing.md). A token no grant carries is a defect.
+		// again (transitions only; docs/protocol.md). A token no grant carries is a defect.
 		if err := w.f.c.Get(context.Background(), key, got); err == nil && !w.minRaised && got.Status.FencingToken > got.Status.Transitions {
 			rt.Fatalf("fencingToken %d, transitions %d: a token spent that no grant carries\nhistory:\n  %s\nobjects:\n  %s",
 				got.Status.FencingToken, got.Status.Transitions, joinLines(w.v.history), joinLines(dump(w.f.c)))

@@ -2,7 +2,7 @@
 // not link pkg/holder: it holds the pod's grant with a holder.Holder and publishes its
 // view of it to the workload, in a file and on a localhost endpoint. Its startupProbe
 // (Probe) passes once the Lease shows the grant renewed. The package is internal: its
-// state file's JSON is the contract (docs/fencing.md), not these Go names.
+// state file's JSON is the contract (docs/reference.md), not these Go names.
 package agent
 
 import (

@@ -161,6 +161,17 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 			t.Errorf("the rules or the dashboard read %s, which nothing exports", name)
 		}
 	}
+	// Every metric of ours that is exported is in the reference.
+	reference, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "reference.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range have {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		if strings.HasPrefix(base, "fencedlease_") && !strings.Contains(string(reference), "`"+base) {
+			t.Errorf("docs/reference.md does not name the metric %s", base)
+		}
+	}
 }
 
 func readNames(t *testing.T, path string) []string {

@@ -1,7 +1,7 @@
 // Package invariants is the protocol's invariants, written once and checked by every
 // test that watches the protocol run: the crash-point harness and the generated histories
 // of controllers/fencedlease (after every step), the chaos recorder on envtest and on real
-// nodes (at every event it observes). docs/fencing.md, "What is checked, and how", lists
+// nodes (at every event it observes). docs/development.md, "What the tests check, and how", lists
 // them.
 //
 // A Checker remembers what it has seen of one FencedLease's objects, so that each

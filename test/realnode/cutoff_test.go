@@ -38,7 +38,7 @@ func testCutOffFromAPIServer(t *testing.T) {
 	}{
 		{"hold", false, []string{"/fencedlease-agent", "hold", "--", "/workload"}, "stopped", nil},
 		// Behind the agent the workload checks the state file and its deadline before
-		// each write, as docs/fencing.md tells it to.
+		// each write, as docs/getting-started.md tells it to.
 		{"agent", true, []string{"/workload"}, "not holding: stopped writing", nil},
 		// A Go workload holding its grant with pkg/holder: it writes while the Holder's
 		// context lives and its local deadline has not passed.

@@ -6,6 +6,7 @@
 package realnode
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -15,6 +16,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fencedlease/fencedlease/test/realcluster"
 	"github.com/fencedlease/fencedlease/test/testenv"
@@ -42,6 +45,7 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		}
 		// Built out here: the namespace has no network, and go build may need the module proxy.
+		built := time.Now()
 		dir, err := os.MkdirTemp("", "realnode-bin-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "realnode:", err)
@@ -62,6 +66,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "realnode:", err)
 			os.Exit(1)
 		}
+		fmt.Printf("realnode: the programs, the workload image and the previous release built in %v\n", time.Since(built).Round(100*time.Millisecond))
 		os.Setenv(binEnv, dir)
 		code, err := realcluster.RunInNetns()
 		if err != nil {
@@ -77,18 +82,14 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	root := testenv.RepoRoot()
 	images := filepath.Join(root, "bin", "images")
-	layouts := map[string]string{}
-	for _, name := range []string{"fencedlease", "fencedlease-agent", "pause"} {
-		layouts[name] = filepath.Join(images, name)
-		if _, err := os.Stat(filepath.Join(layouts[name], "index.json")); err != nil {
-			fmt.Fprintf(os.Stderr, "realnode: no image %s in %s: run 'make images' (make test does)\n", name, images)
-			return 1
-		}
+	layouts, err := realcluster.MadeImages(images)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "realnode: %v (make test does)\n", err)
+		return 1
 	}
 	layouts[workloadImage] = filepath.Join(os.Getenv(binEnv), workloadImage)
 	maps.Copy(layouts, previousLayouts(os.Getenv(binEnv)))
 	start := time.Now()
-	var err error
 	rc, err = realcluster.Start(realcluster.Options{Images: layouts, ImageTool: filepath.Join(root, "bin", "image-tool"),
 		NodeMonitorGracePeriod: 20 * time.Second})
 	if err != nil {
@@ -118,8 +119,9 @@ func run(m *testing.M) int {
 	return code
 }
 
-// TestRealNodes runs the specs in order on the one cluster: the bundle's install first,
-// then the product on containers, then the chart, which replaces the bundle.
+// TestRealNodes runs the specs on the one cluster: the bundle's install first, then the
+// product on containers — those that keep to their own pods at once, then one at a time
+// those that disturb a node or the operator — then the chart, which replaces the bundle.
 func TestRealNodes(t *testing.T) {
 	t.Run("bundle", func(t *testing.T) {
 		// The webhook's certificate is read from its Secret through the API, not waited for
@@ -131,23 +133,43 @@ func TestRealNodes(t *testing.T) {
 		checkInstall(t, operatorNamespace, "fencedlease")
 	})
 	t.Run("reached from the machine through a forwarded port", testFromTheMachine)
-	t.Run("seed timeline", testSeedTimeline)
-	t.Run("agent sidecar", testAgentSidecar)
-	t.Run("warm hold and downward API", testWarmHold)
-	t.Run("warm standby behind a Service", testWarmService)
-	t.Run("CronJob with concurrencyPolicy Allow", testCronJobAllow)
+	// Specs that touch only their own namespace's pods and the servers they start run
+	// side by side, -test.parallel (the CPUs) at a time: most of their time is spent
+	// waiting on leases, kubelets and schedules. More at once than CPUs starves holders on
+	// 3–4 s leases of their renewals, and a freeze of its 5 s window.
+	t.Run("own pods, at once", func(t *testing.T) {
+		for _, s := range []struct {
+			name string
+			run  func(*testing.T)
+		}{
+			{"README on real nodes", testReadme},
+			{"seed timeline", testSeedTimeline},
+			{"agent sidecar", testAgentSidecar},
+			{"warm hold and downward API", testWarmHold},
+			{"warm standby behind a Service", testWarmService},
+			{"CronJob with concurrencyPolicy Allow", testCronJobAllow},
+			{"holder cut off from the API server", testCutOffFromAPIServer},
+			{"crash loop behind a renewing sidecar", testCrashLoopBehindSidecar},
+			{"bad image, Cold", testBadImageCold},
+			{"bad image, Warm rollout", testBadImageWarm},
+			{"bad image, Cold rollout", testBadImageColdRollout},
+			{"PostgreSQL restart under the SQL fence", testPostgresRestart},
+		} {
+			t.Run(s.name, func(t *testing.T) {
+				t.Parallel()
+				s.run(t)
+			})
+		}
+	})
+	// Then, one at a time, what loads the operator or disturbs a node, the operator or
+	// the network for every spec: on a cluster the specs above have left.
+	settle(t)
 	t.Run("operator memory with 1,000 FencedLeases", testOperatorMemory)
 	t.Run("kubelet and containerd restarts on the holder's node", testNodeAgentRestarts)
-	t.Run("holder cut off from the API server", testCutOffFromAPIServer)
-	t.Run("crash loop behind a renewing sidecar", testCrashLoopBehindSidecar)
-	t.Run("bad image, Cold", testBadImageCold)
-	t.Run("bad image, Warm rollout", testBadImageWarm)
-	t.Run("bad image, Cold rollout", testBadImageColdRollout)
 	t.Run("node lost", testNodeLost)
 	t.Run("Warm standby on the lost node", testWarmStandbyOnLostNode)
 	t.Run("a Warm holder's machine dies with its standby", testMachineDiesWithItsStandby)
 	t.Run("kubectl drain of the holder's node", testDrain)
-	t.Run("PostgreSQL restart under the SQL fence", testPostgresRestart)
 	t.Run("upgrade from the previous release, and back", testUpgrade)
 	t.Run("chaos", testChaos)
 	t.Run("helm chart", testHelmChart)
@@ -222,4 +244,34 @@ func kubectl(args ...string) (string, error) {
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", rc.Kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// settle waits until no namespace is being deleted and no pod is terminating: what the
+// specs before left is gone before a spec stops a kubelet or replaces the operator.
+func settle(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	ctx := context.Background()
+	err := poll(3*time.Minute, func() bool {
+		namespaces := &corev1.NamespaceList{}
+		pods := &corev1.PodList{}
+		if rc.Client.List(ctx, namespaces) != nil || rc.Client.List(ctx, pods) != nil {
+			return false
+		}
+		for _, n := range namespaces.Items {
+			if n.DeletionTimestamp != nil {
+				return false
+			}
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("the cluster did not settle in 3 minutes:\n%s", clusterState("default"))
+	}
+	t.Logf("the cluster settled in %v", time.Since(start).Round(100*time.Millisecond))
 }

@@ -24,7 +24,9 @@ func testUpgrade(t *testing.T) {
 	root := testenv.RepoRoot()
 	current := filepath.Join(root, "dist", "install.yaml")
 	previous := filepath.Join(os.Getenv(binEnv), "previous", "install.yaml")
+	undeployStart := time.Now()
 	undeployBundle(t)
+	t.Logf("the bundle undeployed in %v", time.Since(undeployStart).Round(100*time.Millisecond))
 	install := func(bundle, tag string) time.Duration {
 		t.Helper()
 		start := time.Now()

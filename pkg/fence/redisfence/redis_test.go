@@ -99,7 +99,7 @@ func TestRedisFenceRefusesTheOldHoldersLateWrite(t *testing.T) {
 }
 
 // With the AOF off (and no snapshot), a restart loses the token: the fence then accepts
-// the old holder's write. docs/fencing.md says so; this pins it down.
+// the old holder's write. docs/fencing/redis.md says so; this pins it down.
 func TestRedisFenceWithoutPersistenceForgetsAcrossARestart(t *testing.T) {
 	srv := testenv.StartRedis(t, false)
 	c := connect(t, srv)
