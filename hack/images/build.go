@@ -112,6 +112,22 @@ func build(img Image, bin string, p v1.Platform, l labels, at time.Time) (v1.Ima
 	if err != nil {
 		return nil, err
 	}
+	return imageOf(layerTar, "images build: COPY "+strings.Join(img.Binaries, " ")+" /", p, at, func(c *v1.Config) {
+		c.User = User
+		c.Entrypoint = img.Entrypoint
+		c.Labels = map[string]string{
+			"org.opencontainers.image.title":    img.Name,
+			"org.opencontainers.image.version":  l.version,
+			"org.opencontainers.image.revision": l.revision,
+			"org.opencontainers.image.source":   l.source,
+			"org.opencontainers.image.created":  at.UTC().Format(time.RFC3339),
+		}
+	})
+}
+
+// imageOf is an image of one layer (layerTar) for platform p, created at, with its
+// config set by config.
+func imageOf(layerTar []byte, createdBy string, p v1.Platform, at time.Time, config func(*v1.Config)) (v1.Image, error) {
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
@@ -121,7 +137,7 @@ func build(img Image, bin string, p v1.Platform, l labels, at time.Time) (v1.Ima
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	image, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
-		History:   v1.History{Created: v1.Time{Time: at}, CreatedBy: "images build: COPY " + strings.Join(img.Binaries, " ") + " /"},
+		History:   v1.History{Created: v1.Time{Time: at}, CreatedBy: createdBy},
 		MediaType: types.OCILayer,
 	})
 	if err != nil {
@@ -134,15 +150,7 @@ func build(img Image, bin string, p v1.Platform, l labels, at time.Time) (v1.Ima
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
 	cf.Created = v1.Time{Time: at}
-	cf.Config.User = User
-	cf.Config.Entrypoint = img.Entrypoint
-	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":    img.Name,
-		"org.opencontainers.image.version":  l.version,
-		"org.opencontainers.image.revision": l.revision,
-		"org.opencontainers.image.source":   l.source,
-		"org.opencontainers.image.created":  at.UTC().Format(time.RFC3339),
-	}
+	config(&cf.Config)
 	return mutate.ConfigFile(image, cf)
 }
 

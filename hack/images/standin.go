@@ -4,17 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	_ "embed"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Standin is another project's image that make cluster's registry serves under that
@@ -42,35 +37,14 @@ func buildStandin(s Standin, bin string, p v1.Platform, at time.Time) (v1.Image,
 	if err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	image, err := mutate.Append(base, mutate.Addendum{
-		Layer:     layer,
-		History:   v1.History{Created: v1.Time{Time: at}, CreatedBy: "images build: stand-in for " + s.Name + ":" + s.Tag},
-		MediaType: types.OCILayer,
+	return imageOf(layerTar, "images build: stand-in for "+s.Name+":"+s.Tag, p, at, func(c *v1.Config) {
+		c.Env = []string{"PATH=/bin"}
+		c.Cmd = []string{"sh"}
+		c.Labels = map[string]string{
+			"org.opencontainers.image.title":       s.Name + " stand-in",
+			"org.opencontainers.image.description": "make cluster's stand-in for " + s.Name + ":" + s.Tag + " (applets: " + strings.Join(s.Applets, " ") + ")",
+		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	cf, err := image.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Variant = p.OS, p.Architecture, p.Variant
-	cf.Created = v1.Time{Time: at}
-	cf.Config.Env = []string{"PATH=/bin"}
-	cf.Config.Cmd = []string{"sh"}
-	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":       s.Name + " stand-in",
-		"org.opencontainers.image.description": "make cluster's stand-in for " + s.Name + ":" + s.Tag + " (applets: " + strings.Join(s.Applets, " ") + ")",
-	}
-	return mutate.ConfigFile(image, cf)
 }
 
 // standinLayer is /bin/NAME, /bin/APPLET → NAME for each applet, and /tmp, with fixed
