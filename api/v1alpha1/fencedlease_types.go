@@ -383,6 +383,14 @@ type Slot struct {
 	// LastRevocation is this slot's most recent revocation.
 	// +optional
 	LastRevocation *Revocation `json:"lastRevocation,omitempty"`
+
+	// LastToken is the token of the last grant the status recorded for this slot, held
+	// or ended. The slot's Lease naming a grant above it carries one the status has not
+	// recorded yet (a hand-over, or a grant made on the Lease first); one at or below it
+	// is recorded already, also once it was released and its pod is gone.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LastToken int64 `json:"lastToken,omitempty"`
 }
 
 // Condition types and reasons.

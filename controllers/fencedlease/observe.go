@@ -34,7 +34,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 	key := client.ObjectKeyFromObject(fl)
 	w := world{fl: fl, now: r.Clock.Now(), memory: r.grants.read(s.memoryKey(key)), slot: s, recorded: fl.Status.FencingToken}
 	if s.sharded {
-		w.recorded = recordedToken(fl)
+		w.recorded = s.recorded
 	}
 	var err error
 	// A grant's Lease is read from the API server when the cache misses it: the first

@@ -53,7 +53,7 @@ func (r *Reconciler) passSlots(ctx context.Context, fl *fencingv1.FencedLease) (
 	}
 	var res ctrl.Result
 	for _, i := range p.indices() {
-		s := slotFrame{index: i, sharded: true, retired: i >= holdersOf(fl),
+		s := slotFrame{index: i, sharded: true, recorded: slotRecorded(&p.fl.Status, i), retired: i >= holdersOf(fl),
 			ordinal: fl.Spec.SlotAssignment == fencingv1.SlotAssignmentOrdinal, noGrant: p.skipped, pass: p}
 		s.others, s.othersHeld = p.othersOf(i)
 		p.judged = false
@@ -230,12 +230,13 @@ func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 	return others, held
 }
 
-// slotRecorded is the highest token status st records for slot j's grants.
+// slotRecorded is the highest token status st records for slot j's grants: its last
+// recorded grant's (held, released or revoked), its holder's, its last revocation's.
 func slotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
 	s := slotOf(st, j)
-	var t int64
+	t := s.LastToken
 	if s.Holder != nil {
-		t = s.Holder.Token
+		t = max(t, s.Holder.Token)
 	}
 	if s.LastRevocation != nil {
 		t = max(t, s.LastRevocation.Token)

@@ -23,6 +23,9 @@ type slotFrame struct {
 	index int32
 	// sharded: the FencedLease has slots; its status lists them (status.slots).
 	sharded bool
+	// recorded is the highest token the status records for this slot's grants
+	// (slotRecorded): a grant on its Lease above it is one the status does not record yet.
+	recorded int64
 	// retired: the slot is at or above spec.holders: it grants no one, and its holder
 	// is asked to hand off.
 	retired bool

@@ -67,8 +67,8 @@ func TestSlotViewOfASingleGrant(t *testing.T) {
 	if v1.Status.Holder != nil || v1.Status.LastRevocation != nil || v1.Status.FencingToken != 9 || v1.Status.Transitions != 4 {
 		t.Fatalf("slot 1 is free, with the counter at the floor: %+v", v1.Status)
 	}
-	if recordedToken(v0) != 4 || recordedToken(v1) != 0 {
-		t.Fatalf("recorded tokens: %d, %d", recordedToken(v0), recordedToken(v1))
+	if r0, r1 := slotRecorded(&fl.Status, 0), slotRecorded(&fl.Status, 1); r0 != 4 || r1 != 0 {
+		t.Fatalf("recorded tokens: %d, %d", r0, r1)
 	}
 
 	// Slot 1 grants b token 10: the status takes the slots form.

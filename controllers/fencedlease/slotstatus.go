@@ -32,10 +32,11 @@ func slotIndices(fl *fencingv1.FencedLease) []int32 {
 }
 
 // slotOf is slot i as status st records it; a status without slots records slot 0 in
-// holder and lastRevocation (spec.holders raised from 1).
+// holder and lastRevocation (spec.holders raised from 1), and every token up to
+// fencingToken as its grants'.
 func slotOf(st *fencingv1.FencedLeaseStatus, i int32) fencingv1.Slot {
 	if len(st.Slots) == 0 && i == 0 {
-		return fencingv1.Slot{Holder: st.Holder, LastRevocation: st.LastRevocation}
+		return fencingv1.Slot{Holder: st.Holder, LastRevocation: st.LastRevocation, LastToken: st.FencingToken}
 	}
 	for _, s := range st.Slots {
 		if s.Slot == i {
@@ -65,23 +66,20 @@ func slotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.Fenced
 	return v
 }
 
-// recordedToken is the highest token the status records for slot view v's grants: its
-// holder's or its last revocation's. A Lease of the slot that names a grant above it
-// carries one the status does not record yet (a hand-over, a grant made on the Lease
-// first).
-func recordedToken(v *fencingv1.FencedLease) int64 {
-	return slotRecorded(&v.Status, 0)
-}
-
 // withSlot is fl's status with slot i as its view's decided status v has it, and the
 // fields of the whole FencedLease recomputed from pods (its labeled pods).
 func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod, notes slotNotes) fencingv1.FencedLeaseStatus {
 	st := *fl.Status.DeepCopy()
 	if len(st.Slots) == 0 {
-		st.Slots = []fencingv1.Slot{{Slot: 0, Holder: st.Holder, LastRevocation: st.LastRevocation}}
+		st.Slots = []fencingv1.Slot{slotOf(&fl.Status, 0)}
 	}
 	st.Holder, st.LastRevocation = nil, nil
-	s := fencingv1.Slot{Slot: i, Holder: v.Holder.DeepCopy(), LastRevocation: v.LastRevocation.DeepCopy()}
+	// The slot's last recorded grant stays recorded when it ends: its Lease may still
+	// name it, its pod gone, and it is never adopted a second time.
+	s := fencingv1.Slot{Slot: i, Holder: v.Holder.DeepCopy(), LastRevocation: v.LastRevocation.DeepCopy(), LastToken: slotRecorded(&fl.Status, i)}
+	if v.Holder != nil {
+		s.LastToken = max(s.LastToken, v.Holder.Token)
+	}
 	if at := slices.IndexFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i }); at >= 0 {
 		st.Slots[at] = s
 	} else {
