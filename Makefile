@@ -37,7 +37,7 @@ LONG_TESTS := ./test/realnode ./test/e2e ./test/chaos ./test/outages ./test/work
 	./test/authority ./internal/plugin ./pkg/holder ./hack/krew ./controllers/leadership
 TEST_PACKAGES ?= $(shell echo $$((3 * $$(getconf _NPROCESSORS_ONLN))))
 CHAOS_ROUNDS ?= 10
-# Generated histories of the protocol that make chaos runs (make test runs rapid's 100).
+# Generated histories of the protocol that make chaos runs (make test runs 50).
 HISTORIES ?= 10000
 
 .PHONY: all
