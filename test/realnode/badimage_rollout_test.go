@@ -22,7 +22,9 @@ import (
 // to hand off again. Once the rollout is undone, the grant stays. Never two holders,
 // tokens rising.
 func testBadImageColdRollout(t *testing.T) {
-	const ns, lease, leaseSeconds, graceSeconds = "badimage-rollout", "singleton", 4, 5
+	// The grace period gives a good pod granted between two bad ones time to start and
+	// renew on a loaded machine before the next hand-off request cuts it off.
+	const ns, lease, leaseSeconds, graceSeconds = "badimage-rollout", "singleton", 4, 15
 	newNamespace(t, ns)
 	ctx := context.Background()
 	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
