@@ -141,8 +141,8 @@ func TestRealNodes(t *testing.T) {
 	t.Run("reached from the machine through a forwarded port", testFromTheMachine)
 	// Specs that touch only their own namespace's pods and the servers they start run one
 	// at a time but for the CronJob spec, which waits for the next minute most of its time
-	// and runs beside them. More at once loads the machine enough that holders on 3–4 s
-	// leases miss renewals: two at a time (and twelve) failed specs that pass alone.
+	// and runs beside them: more at once loads a 2-CPU machine enough that holders on
+	// 3–4 s leases miss renewals.
 	t.Run("own pods, at once", func(t *testing.T) {
 		working := make(chan struct{}, 1)
 		for _, s := range []struct {
