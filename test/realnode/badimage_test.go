@@ -84,7 +84,9 @@ func testBadImageCold(t *testing.T) {
 // keeps its grant and works. When the holder's pod then goes, the grant passes over the
 // pod that cannot start, older, to the healthy standby of the old revision.
 func testBadImageWarm(t *testing.T) {
-	const ns, lease, leaseSeconds = "badimage-warm", "singleton", 4
+	// Nothing here waits for a lease to run out (the holder's pod is deleted, which
+	// releases): a lease of 8 s keeps the holder granted beside the other specs' load.
+	const ns, lease, leaseSeconds = "badimage-warm", "singleton", 8
 	newNamespace(t, ns)
 	ctx := context.Background()
 	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
@@ -112,7 +114,7 @@ func testBadImageWarm(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the rolled-out pod never reported ImagePullBackOff")
 	}
-	time.Sleep(2 * leaseSeconds * time.Second)
+	time.Sleep(leaseSeconds * time.Second)
 	fl := getFencedLease(t, ns, lease)
 	if fl.Status.Holder == nil || fl.Status.Holder.PodName != holder || fl.Status.Revocations != 0 {
 		t.Fatalf("the stalled rollout moved the grant: want %s still holding token 1; status %+v", holder, fl.Status)

@@ -20,13 +20,32 @@ const previousRelease = "b4992dc103c08680684bcae709a9d1f1f145c489"
 // previousTag is the tag the cluster's registry serves the previous release's images under.
 const previousTag = "previous"
 
-// buildPrevious builds the previous release's images from its source (git archive, no
-// worktree) with its own Makefile, and writes its bundle with its images retagged, into
-// dir/previous: fencedlease and fencedlease-agent (OCI layouts), install.yaml.
+// buildPrevious makes dir/previous the previous release: fencedlease and
+// fencedlease-agent (OCI layouts), install.yaml. Built once per commit into bin/ and
+// kept there: a release does not change.
 func buildPrevious(dir string) error {
+	cached := filepath.Join(testenv.RepoRoot(), "bin", "previous", previousRelease+"-"+previousTag)
+	if _, err := os.Stat(filepath.Join(cached, "install.yaml")); err != nil {
+		building := cached + ".building"
+		if err := os.RemoveAll(building); err != nil {
+			return err
+		}
+		if err := buildPreviousInto(building, dir); err != nil {
+			return err
+		}
+		if err := os.Rename(building, cached); err != nil {
+			return err
+		}
+	}
+	return os.Symlink(cached, filepath.Join(dir, "previous"))
+}
+
+// buildPreviousInto builds the previous release's images from its source (git archive,
+// no worktree, unpacked under work) with its own Makefile, and writes them and its bundle
+// with its images retagged into out.
+func buildPreviousInto(out, work string) error {
 	root := testenv.RepoRoot()
-	out := filepath.Join(dir, "previous")
-	src := filepath.Join(dir, "previous-src")
+	src := filepath.Join(work, "previous-src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return err
 	}
