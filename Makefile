@@ -154,13 +154,12 @@ test-images:
 	$(MAKE) images IMAGE_PLATFORMS=linux/$$(go env GOARCH)
 
 # make test lints beside the tests: warm, lint mostly waits on its caches rather than a CPU;
-# its output follows the tests', and a finding fails the run as before. Lint and every test
-# binary but the real-node suite's run at a lower priority (hack/test-exec).
+# its output follows the tests', and a finding fails the run as before.
 .PHONY: test
 test: envtest nodes rules $(HELM) test-images ## Run every test (unit, envtest, and real nodes as root) with the control plane built from modules.
 	cd hack/images && go test -count=1 ./...
-	@mkdir -p $(BIN); nice -n 10 $(MAKE) --no-print-directory lint > $(BIN)/lint.log 2>&1 & lint=$$!; \
-	go test -race -count=1 -timeout 45m -p $(TEST_PACKAGES) -exec $(CURDIR)/hack/test-exec $(LONG_TESTS) ./... -coverprofile cover.out $(GINKGO_FLAGS); tests=$$?; \
+	@mkdir -p $(BIN); $(MAKE) --no-print-directory lint > $(BIN)/lint.log 2>&1 & lint=$$!; \
+	go test -race -count=1 -timeout 45m -p $(TEST_PACKAGES) $(LONG_TESTS) ./... -coverprofile cover.out $(GINKGO_FLAGS); tests=$$?; \
 	wait $$lint; linted=$$?; echo "--- make lint:"; cat $(BIN)/lint.log; \
 	if [ $$linted -ne 0 ]; then echo "make test: lint failed (above)"; exit 1; fi; exit $$tests
 
