@@ -157,20 +157,20 @@ func TestALeaseItCreatedAndTheCacheDoesNotShowIsBehind(t *testing.T) {
 	fl.UID = "uid-fl"
 	lease := tombstone(1)
 	lease.UID, lease.ResourceVersion = "uid-lease", "7"
-	if o.behind(fl, fl.UID, nil, nil) {
+	if o.behind(fl, slotLease{owner: fl.UID}, nil, nil) {
 		t.Fatal("nothing created yet")
 	}
-	o.createdLease(fl.UID, lease)
-	if !o.behind(fl, fl.UID, nil, nil) {
+	o.createdLease(slotLease{owner: fl.UID}, lease)
+	if !o.behind(fl, slotLease{owner: fl.UID}, nil, nil) {
 		t.Error("the cache does not show the Lease just created: behind")
 	}
 	if !o.echo(lease) {
 		t.Error("the created version is the creation's echo")
 	}
-	if o.behind(fl, fl.UID, lease, nil) {
+	if o.behind(fl, slotLease{owner: fl.UID}, lease, nil) {
 		t.Error("the cache shows the created Lease: not behind")
 	}
-	if o.behind(fl, fl.UID, nil, nil) {
+	if o.behind(fl, slotLease{owner: fl.UID}, nil, nil) {
 		t.Error("a Lease gone after the cache showed it is news, not a lag")
 	}
 }

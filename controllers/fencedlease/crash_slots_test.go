@@ -18,13 +18,13 @@ import (
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-// slotKey is the key of slot i's Lease of the fixture's FencedLease.
-func slotKey(i int32) client.ObjectKey {
+// slotLeaseKey is the key of slot i's Lease of the fixture's FencedLease.
+func slotLeaseKey(i int32) client.ObjectKey {
 	return client.ObjectKey{Namespace: key.Namespace, Name: fencingv1.SlotLeaseName(key.Name, i)}
 }
 
-// slotLease is slot i's Lease naming grant h, renewed at renew.
-func slotLease(i int32, h *fencingv1.Holder, renew time.Time) *coordinationv1.Lease {
+// slotLeaseNaming is slot i's Lease naming grant h, renewed at renew.
+func slotLeaseNaming(i int32, h *fencingv1.Holder, renew time.Time) *coordinationv1.Lease {
 	l := leaseFor(h, renew)
 	l.Name = fencingv1.SlotLeaseName(key.Name, i)
 	l.Spec.LeaseDurationSeconds = ptr.To[int32](10)
@@ -53,7 +53,7 @@ func newSlotsFixture(t *testing.T, waiting ...corev1.Pod) *casFixture {
 	fl := slotsFL(2, fencingv1.Slot{Slot: 0, Holder: a}, fencingv1.Slot{Slot: 1, Holder: c})
 	fl.Finalizers = []string{fencingv1.Finalizer}
 	fl.Status.Transitions = 2
-	objs := []client.Object{fl, slotLease(0, a, t0), slotLease(1, c, t0), holdingPod("a", 1, 0), holdingPod("c", 2, 1)}
+	objs := []client.Object{fl, slotLeaseNaming(0, a, t0), slotLeaseNaming(1, c, t0), holdingPod("a", 1, 0), holdingPod("c", 2, 1)}
 	for i := range waiting {
 		objs = append(objs, &waiting[i])
 	}
@@ -64,7 +64,7 @@ func newSlotsFixture(t *testing.T, waiting ...corev1.Pod) *casFixture {
 
 func (f *casFixture) slotLease(t *testing.T, i int32) *coordinationv1.Lease {
 	t.Helper()
-	return fetch(t, f.c, slotKey(i), &coordinationv1.Lease{})
+	return fetch(t, f.c, slotLeaseKey(i), &coordinationv1.Lease{})
 }
 
 // renewSlot is slot i's holder renewing.
@@ -124,7 +124,7 @@ func TestASlotHandOverReleasedWhileTheOperatorWasDownStaysHandedOver(t *testing.
 
 // Defect 3 of issue 61: a FencedLease with slots is deleted while slot 1's grant is
 // recorded only on its Lease (G2, the status write not yet made). Slot 0, judged first,
-// must not release the finalizer while that grant stands (D1).
+// must not release the finalizer while that grant stands (D1, N4).
 func TestADeletedFencedLeaseKeepsItsFinalizerWhileASlotsGrantIsOnlyOnItsLease(t *testing.T) {
 	a := slotHolder("a", 1, true)
 	a.LeaseDurationSeconds = 10
@@ -133,7 +133,7 @@ func TestADeletedFencedLeaseKeepsItsFinalizerWhileASlotsGrantIsOnlyOnItsLease(t 
 	fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	granted := &fencingv1.Holder{PodName: "b", PodUID: "uid-b", Token: 2, AcquireTime: *microTime(t0)}
 	b := holdingPod("b", 2, 1)
-	f := fixtureOf(fl, slotLease(0, a, t0), slotLease(1, granted, t0.Add(time.Second)), holdingPod("a", 1, 0), b)
+	f := fixtureOf(fl, slotLeaseNaming(0, a, t0), slotLeaseNaming(1, granted, t0.Add(time.Second)), holdingPod("a", 1, 0), b)
 	for range 4 {
 		f.clock.Step(100 * time.Millisecond)
 		f.reconcile(t)
@@ -170,7 +170,7 @@ func TestSlotsReportALeaseConflictAndALockDelay(t *testing.T) {
 		fl.Finalizers = []string{fencingv1.Finalizer}
 		foreign := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: fencingv1.SlotLeaseName(key.Name, 1)}}
 		w := pod("w", t0.Add(time.Second))
-		f := fixtureOf(fl, slotLease(0, a, t0), foreign, holdingPod("a", 1, 0), &w)
+		f := fixtureOf(fl, slotLeaseNaming(0, a, t0), foreign, holdingPod("a", 1, 0), &w)
 		f.reconcile(t)
 		f.reconcile(t)
 		st := f.fl(t).Status

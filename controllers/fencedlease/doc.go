@@ -88,6 +88,13 @@
 //	A3. A Lease of the name without the lease label is never adopted nor written.
 //	D1. A deleted FencedLease revokes its holder and lets go only once no holder remains.
 //
+// N slots (spec.holders above 1; slots.go, slotpass.go):
+//
+//	N1. Slot k's Lease is the FencedLease's own for k = 0, <name>-slot-k otherwise, labeled with k.
+//	N2. One counter: a slot grants above the status's token and every token any slot's Lease carries.
+//	N3. A slot never sees the pods another slot names or granted in this pass: no pod holds two slots.
+//	N4. The status is written whole, on the version the pass last wrote; D1 waits for every slot's Lease too.
+//
 // Priority (priority.go):
 //
 //	P1. A pass writing a grant's first record on the Lease does only what its holder needs to start.

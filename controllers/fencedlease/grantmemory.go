@@ -112,67 +112,66 @@ func (c recall) of(uid types.UID, token int64) grantRecord {
 	return grantRecord{renewal: renewal{uid: uid, token: token}}
 }
 
-// grantMemory holds, per FencedLease, the records of the grants it still needs.
+// grantMemory holds, per FencedLease and slot, the records of the grants it still needs.
 type grantMemory struct {
 	clock clock.PassiveClock
 
 	mu      sync.Mutex
-	byLease map[types.NamespacedName]recall
-	// slotKeys are, per FencedLease with slots, the keys of its slots above 0 that
-	// byLease may hold (slotMemoryKey), so forget finds them.
-	slotKeys map[types.NamespacedName]map[types.NamespacedName]bool
+	byLease map[types.NamespacedName]map[int32]recall
 }
 
 func newGrantMemory(c clock.PassiveClock) *grantMemory {
-	return &grantMemory{clock: c, byLease: map[types.NamespacedName]recall{}, slotKeys: map[types.NamespacedName]map[types.NamespacedName]bool{}}
+	return &grantMemory{clock: c, byLease: map[types.NamespacedName]map[int32]recall{}}
 }
 
-// read is a copy of what is remembered of the grants of FencedLease key.
-func (m *grantMemory) read(key types.NamespacedName) recall {
+// read is a copy of what is remembered of the grants of slot key.
+func (m *grantMemory) read(key slotKey) recall {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return maps.Clone(m.byLease[key])
+	return maps.Clone(m.byLease[key.lease][key.slot])
 }
 
-// write replaces what is remembered of FencedLease key with next, a pass's outcome. A
-// renewal that a Lease event recorded while the pass ran (renewedOnEvent) is newer than
-// the pass's own look, and is kept.
-func (m *grantMemory) write(key types.NamespacedName, next recall) {
+// write replaces what is remembered of slot key with next, a pass's outcome. A renewal
+// that a Lease event recorded while the pass ran (renewedOnEvent) is newer than the
+// pass's own look, and is kept.
+func (m *grantMemory) write(key slotKey, next recall) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	slots := m.byLease[key.lease]
 	for k, g := range next {
-		if was, ok := m.byLease[key][k]; ok && was.observedAt.After(g.observedAt) {
+		if was, ok := slots[key.slot][k]; ok && was.observedAt.After(g.observedAt) {
 			g.renewal = was.renewal
 			next[k] = g
 		}
 	}
 	if len(next) == 0 {
-		delete(m.byLease, key)
+		delete(slots, key.slot)
+		if len(slots) == 0 {
+			delete(m.byLease, key.lease)
+		}
 		return
 	}
-	m.byLease[key] = next
-	if base, ok := slotBase(key); ok {
-		if m.slotKeys[base] == nil {
-			m.slotKeys[base] = map[types.NamespacedName]bool{}
-		}
-		m.slotKeys[base][key] = true
+	if slots == nil {
+		slots = map[int32]recall{}
+		m.byLease[key.lease] = slots
 	}
+	slots[key.slot] = next
 }
 
 // renewedOnEvent records renewTime, which a Lease event brought, as a renewal of grant
 // (uid, token) seen now, and is true, when that grant is settled: nothing but its expiry
 // is waiting, and the pass its expiry timer brings judges it on this observation. False,
 // recording nothing, for any other grant: the event then queues a pass, which observes.
-func (m *grantMemory) renewedOnEvent(key types.NamespacedName, uid types.UID, token int64, renewTime *metav1.MicroTime) bool {
+func (m *grantMemory) renewedOnEvent(key slotKey, uid types.UID, token int64, renewTime *metav1.MicroTime) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	g, ok := m.byLease[key][grantKey{uid, token}]
+	g, ok := m.byLease[key.lease][key.slot][grantKey{uid, token}]
 	if !ok || !g.settled || g.revoking.reason != "" || !g.handoffSince.IsZero() || renewTime == nil || g.observedAt.IsZero() {
 		return false
 	}
 	if !renewTime.Equal(g.renewTime) {
 		g.renewal = g.observe(renewTime, m.clock.Now())
-		m.byLease[key][grantKey{uid, token}] = g
+		m.byLease[key.lease][key.slot][grantKey{uid, token}] = g
 	}
 	return true
 }
@@ -182,8 +181,4 @@ func (m *grantMemory) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.byLease, key)
-	for k := range m.slotKeys[key] {
-		delete(m.byLease, k)
-	}
-	delete(m.slotKeys, key)
 }

@@ -21,7 +21,7 @@ func observeStep(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.Fence
 	w := observeWorld(tr, c, fl, lease, pods, extra)
 	d := decide(w)
 	fl.Status = d.status
-	tr.write(client.ObjectKeyFromObject(fl), remember(w, d, landed{status: true}, c.Now())) // as after the status write
+	tr.write(slotKey{lease: client.ObjectKeyFromObject(fl)}, remember(w, d, landed{status: true}, c.Now())) // as after the status write
 	return d
 }
 

@@ -26,9 +26,9 @@ type ownWrites struct {
 
 	mu   sync.Mutex
 	from map[types.UID]patched
-	// leaseCreated: the FencedLeases (by UID) whose Lease this controller created, until
-	// a reconcile reads that Lease from the cache.
-	leaseCreated map[types.UID]time.Time
+	// leaseCreated: the slots' Leases this controller created, until a reconcile reads
+	// that Lease from the cache.
+	leaseCreated map[slotLease]time.Time
 	lastPrune    time.Time
 }
 
@@ -49,7 +49,7 @@ const versionsKept = 4
 const ownWriteMemory = time.Minute
 
 func newOwnWrites(c clock.PassiveClock) *ownWrites {
-	return &ownWrites{clock: c, from: map[types.UID]patched{}, leaseCreated: map[types.UID]time.Time{}}
+	return &ownWrites{clock: c, from: map[types.UID]patched{}, leaseCreated: map[slotLease]time.Time{}}
 }
 
 // landed is true when the controller already wrote over version resourceVersion of
@@ -103,10 +103,10 @@ func (o *ownWrites) made(uid types.UID, resourceVersion string) {
 	o.update(uid, func(p *patched) { p.made = resourceVersion })
 }
 
-// createdLease records the Lease this controller created for FencedLease owner: until
-// the cache shows a Lease there, a reconcile of owner is behind its own write (it would
+// createdLease records the Lease this controller created for a slot: until the cache
+// shows a Lease there, a reconcile of the slot is behind its own write (it would
 // otherwise create it again, and be refused).
-func (o *ownWrites) createdLease(owner types.UID, lease client.Object) {
+func (o *ownWrites) createdLease(owner slotLease, lease client.Object) {
 	if o == nil {
 		return
 	}
@@ -153,8 +153,8 @@ func (o *ownWrites) update(uid types.UID, change func(*patched)) {
 }
 
 // leaseNotShown is true while the cache does not show (shown) the Lease this controller
-// created for FencedLease owner; once it does, that is forgotten.
-func (o *ownWrites) leaseNotShown(owner types.UID, shown bool) bool {
+// created for a slot; once it does, that is forgotten.
+func (o *ownWrites) leaseNotShown(owner slotLease, shown bool) bool {
 	if o == nil {
 		return false
 	}
@@ -172,7 +172,7 @@ func (o *ownWrites) leaseNotShown(owner types.UID, shown bool) bool {
 
 // behind is true when fl, its Lease (nil: none; created for leaseOwner) and its pods were
 // read from a cache that does not show yet one of this controller's own writes.
-func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner types.UID, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
+func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner slotLease, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
 	if o.landed(fl.UID, fl.ResourceVersion) {
 		return true
 	}

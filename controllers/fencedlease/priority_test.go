@@ -36,7 +36,7 @@ func TestEchoesOfOwnWritesQueueAtFollowUpPriority(t *testing.T) {
 	own.made("uid-echo", "8")
 	update(lease("echo", "7"), lease("echo", "8"))       // the hand-over's own write
 	update(lease("renewed", "3"), lease("renewed", "4")) // a holder's renewal
-	own.createdLease("uid-fl", lease("created", "5"))
+	own.createdLease(slotLease{owner: "uid-fl"}, lease("created", "5"))
 	h.Create(context.Background(), event.CreateEvent{Object: lease("created", "5")}, q)
 
 	got := map[string]int{}

@@ -72,7 +72,7 @@ func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLe
 	if s.sharded {
 		// Slot 0's too: a holder learns from the Lease it is granted on that it holds a
 		// slot, and which (leaserecord.Record.InSlots).
-		want.Labels[fencingv1.SlotLabel] = strconv.Itoa(int(s.index))
+		leaserecord.MarkSlot(want, s.index)
 	}
 	switch h := st.Holder; {
 	case h != nil && waitingOutCutOff(rec, fl, h):

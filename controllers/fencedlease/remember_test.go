@@ -55,7 +55,7 @@ func TestRememberARevocationOnlyOnceTheLeaseWasCut(t *testing.T) {
 func TestRememberAGrantOnTheLeaseAndForgetTheRest(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	tr := newGrantMemory(c)
-	key := types.NamespacedName{Namespace: "ns", Name: "invoices"}
+	key := slotKey{lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
 	gone := recall{}.of("uid-gone", 3)
 	gone.renewal = gone.observe(nil, t0)
 	tr.write(key, recall{gone.key(): gone})

@@ -51,7 +51,7 @@ func (o observeRenewals) recorded(oldObj, newObj any) bool {
 	if !ok || name == "" || rec.Holder == "" || !rec.Renewed() {
 		return false
 	}
-	key := slotMemoryKey(types.NamespacedName{Namespace: after.Namespace, Name: name}, leaserecord.Read(after).Slot)
+	key := slotKey{types.NamespacedName{Namespace: after.Namespace, Name: name}, rec.Slot}
 	return o.grants.renewedOnEvent(key, rec.HolderUID, rec.Token, rec.RenewTime)
 }
 

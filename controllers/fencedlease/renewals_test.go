@@ -34,7 +34,7 @@ func renewedLease(token string, renew int) *coordinationv1.Lease {
 func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	tracker := newGrantMemory(clk)
-	key := types.NamespacedName{Namespace: "ns", Name: "invoices"}
+	key := slotKey{lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
 	h := observeRenewals{handler.EnqueueRequestsFromMapFunc(byLabel), tracker}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
@@ -118,7 +118,7 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 func TestGrantMemoryKeepsARenewalRecordedDuringAPass(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	m := newGrantMemory(clk)
-	key := types.NamespacedName{Namespace: "ns", Name: "invoices"}
+	key := slotKey{lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
 	g := recall{}.of("a-uid", 7)
 	g.renewal, g.settled = g.observe(renewedLease("7", 1).Spec.RenewTime, clk.Now()), true
 	m.write(key, recall{g.key(): g})

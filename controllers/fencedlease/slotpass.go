@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +28,7 @@ type slotPass struct {
 	// records it yet (a grant made on its Lease first).
 	floor int64
 	// onLease is what each slot's Lease named when the pass began.
-	onLease map[int32]leaserecord.Record
+	onLease leaserecord.Slots
 	// claimed are, per slot judged in this pass, the pods its decision names: the grant
 	// that ended and the one that holds now.
 	claimed map[int32][]types.UID
@@ -99,38 +98,24 @@ func (r *Reconciler) beginSlots(ctx context.Context, fl *fencingv1.FencedLease) 
 	if err != nil {
 		return nil, err
 	}
-	p := &slotPass{fl: fl, pods: pods, onLease: onLease, claimed: map[int32][]types.UID{}, notes: slotNotes{}}
-	for _, rec := range onLease {
-		p.floor = max(p.floor, rec.Token)
-	}
-	return p, nil
+	return &slotPass{fl: fl, pods: pods, onLease: onLease, floor: onLease.Floor(), claimed: map[int32][]types.UID{}, notes: slotNotes{}}, nil
 }
 
 // slotRecords reads fl's slots' Leases, by slot, from the cache (it holds the operator's
 // labeled Leases: no request).
-func (r *Reconciler) slotRecords(ctx context.Context, fl *fencingv1.FencedLease) (map[int32]leaserecord.Record, error) {
+func (r *Reconciler) slotRecords(ctx context.Context, fl *fencingv1.FencedLease) (leaserecord.Slots, error) {
 	leases := &coordinationv1.LeaseList{}
 	if err := r.List(ctx, leases, client.InNamespace(fl.Namespace), client.MatchingLabels{fencingv1.LeaseLabel: fl.Name}); err != nil {
 		return nil, err
 	}
-	out := map[int32]leaserecord.Record{}
-	for i := range leases.Items {
-		if slot, ok := slotOfLease(fl.Name, leases.Items[i].Name); ok {
-			out[slot] = leaserecord.Read(&leases.Items[i])
-		}
-	}
-	return out, nil
+	return leaserecord.ReadSlots(leases.Items, fl.Name), nil
 }
 
 // slotLeasesFloor is the highest token on the Leases of fl's slots (their tombstones
 // outlive a FencedLease deleted with more slots than it is re-created with).
 func (r *Reconciler) slotLeasesFloor(ctx context.Context, fl *fencingv1.FencedLease) (int64, error) {
 	recs, err := r.slotRecords(ctx, fl)
-	var floor int64
-	for _, rec := range recs {
-		floor = max(floor, rec.Token)
-	}
-	return floor, err
+	return recs.Floor(), err
 }
 
 // slotGrantOnLeases is true when the Lease of a slot above 0 of fl records a grant, held
@@ -143,22 +128,6 @@ func (r *Reconciler) slotGrantOnLeases(ctx context.Context, fl *fencingv1.Fenced
 		}
 	}
 	return false, err
-}
-
-// slotOfLease is the slot whose Lease is named name, for FencedLease flName.
-func slotOfLease(flName, name string) (int32, bool) {
-	if name == flName {
-		return 0, true
-	}
-	n, ok := strings.CutPrefix(name, flName+"-slot-")
-	if !ok {
-		return 0, false
-	}
-	i, err := strconv.ParseInt(n, 10, 32)
-	if err != nil || i < 1 || fencingv1.SlotLeaseName(flName, int32(i)) != name {
-		return 0, false
-	}
-	return int32(i), true
 }
 
 // indices are the slots the pass judges: those of the status (slotIndices), and any

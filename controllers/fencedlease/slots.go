@@ -2,7 +2,6 @@ package fencedlease
 
 import (
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,27 +61,28 @@ func (s slotFrame) leaseKey(fl *fencingv1.FencedLease) types.NamespacedName {
 	return types.NamespacedName{Namespace: fl.Namespace, Name: fencingv1.SlotLeaseName(fl.Name, s.index)}
 }
 
-// memoryKey is the key the grant memory keeps the slot's grants under: the
-// FencedLease's own for slot 0 (so its memory survives the change to slots and back).
-func (s slotFrame) memoryKey(key types.NamespacedName) types.NamespacedName {
-	return slotMemoryKey(key, s.index)
+// slotKey names one slot of a FencedLease in the grant memory; a FencedLease without
+// slots is slot 0, so its memory survives the change to slots and back.
+type slotKey struct {
+	lease types.NamespacedName
+	slot  int32
 }
 
-// slotMemoryKey is the grant memory's key of slot slot of FencedLease key. A name never
-// holds a slash, so no FencedLease's key is another's slot key.
-func slotMemoryKey(key types.NamespacedName, slot int32) types.NamespacedName {
-	if slot == 0 {
-		return key
-	}
-	return types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "/" + strconv.Itoa(int(slot))}
+// memoryKey is the key the grant memory keeps the slot's grants under.
+func (s slotFrame) memoryKey(key types.NamespacedName) slotKey {
+	return slotKey{key, s.index}
+}
+
+// slotLease names the Lease of one slot of one FencedLease, by the FencedLease's UID: a
+// FencedLease re-created under the same name is another owner.
+type slotLease struct {
+	owner types.UID
+	slot  int32
 }
 
 // leaseOwner is who the slot's Lease is recorded as created for (ownWrites).
-func (s slotFrame) leaseOwner(fl *fencingv1.FencedLease) types.UID {
-	if s.index == 0 {
-		return fl.UID
-	}
-	return types.UID(string(fl.UID) + "/" + strconv.Itoa(int(s.index)))
+func (s slotFrame) leaseOwner(fl *fencingv1.FencedLease) slotLease {
+	return slotLease{fl.UID, s.index}
 }
 
 // visible are the pods of pods this slot may see: all but the others'.
@@ -128,10 +128,4 @@ func podIndex(p *corev1.Pod) (int32, bool) {
 		return 0, false
 	}
 	return int32(i), true
-}
-
-// slotBase is the FencedLease's key of a slot key above 0, and true; false for any other.
-func slotBase(key types.NamespacedName) (types.NamespacedName, bool) {
-	name, _, ok := strings.Cut(key.Name, "/")
-	return types.NamespacedName{Namespace: key.Namespace, Name: name}, ok
 }

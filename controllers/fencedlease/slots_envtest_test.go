@@ -24,6 +24,7 @@ var _ = Describe("Slots (spec.holders)", func() {
 		startController(ns, controllerOpts{id: "ctrl"})
 	})
 
+	// N1, N2, N3.
 	It("grants each slot to its own pod, oldest first to the lowest slot, with tokens from one counter", func() {
 		createSlotsFL(ns, "invoices", 15, 3)
 		for _, p := range []string{"a", "b", "c", "d"} {
@@ -141,6 +142,7 @@ var _ = Describe("Slots (spec.holders)", func() {
 		Expect(after.Spec.LeaseTransitions).To(Equal(before.Spec.LeaseTransitions))
 	})
 
+	// N2.
 	It("re-created with fewer slots, continues above every slot's tokens", func() {
 		createSlotsFL(ns, "invoices", 15, 3)
 		for _, p := range []string{"a", "b", "c"} {
@@ -286,6 +288,7 @@ func expectSlot(ns, name string, slot int32, pod string, token int64) {
 		g.Expect(l.Spec.HolderIdentity).To(HaveValue(Equal(pod)))
 		g.Expect(l.Annotations).To(HaveKeyWithValue(fencingv1.TokenAnnotation, strconv.FormatInt(token, 10)))
 		g.Expect(l.Labels).To(HaveKeyWithValue(fencingv1.LeaseLabel, name))
+		g.Expect(l.Labels).To(HaveKeyWithValue(fencingv1.SlotLabel, strconv.Itoa(int(slot))))
 
 		p := getPod(g, ns, pod)
 		g.Expect(p.UID).To(Equal(s.Holder.PodUID))

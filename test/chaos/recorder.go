@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 	"github.com/fencedlease/fencedlease/test/invariants"
 )
 
@@ -161,17 +162,16 @@ func (r *Recorder) lease(o runtime.Object, name string) {
 	r.mu.Lock()
 	r.broke(r.checker.Lease(l))
 	r.mu.Unlock()
-	if l.Labels[fencingv1.LeaseLabel] != name || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
+	rec := leaserecord.Read(l)
+	if rec.LeaseLabel != name || rec.Holder == "" || rec.RenewTime == nil {
 		return // not one of the FencedLease's (slot 0's is its name, slot k's name-slot-k)
 	}
-	slot, _ := strconv.ParseInt(l.Labels[fencingv1.SlotLabel], 10, 32)
-	if l.Spec.AcquireTime != nil && l.Spec.RenewTime.Equal(l.Spec.AcquireTime) {
+	if !rec.Renewed() {
 		return // the operator's grant, not yet renewed by its holder
 	}
-	token, _ := strconv.ParseInt(l.Annotations[fencingv1.TokenAnnotation], 10, 64)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.renewals = append(r.renewals, Renewal{Pod: *l.Spec.HolderIdentity, Token: token, At: l.Spec.RenewTime.Time, Slot: int32(slot)})
+	r.renewals = append(r.renewals, Renewal{Pod: rec.Holder, Token: rec.Token, At: rec.RenewTime.Time, Slot: rec.Slot})
 }
 
 func (r *Recorder) pollRevocations(ctx context.Context, c client.Client, ns, name string) {
