@@ -23,8 +23,10 @@ func TestTheWebhookCertificateIsWrittenFromItsSecret(t *testing.T) {
 	s := newCertSync(c, key, dir)
 	s.soon, s.later = 10*time.Millisecond, 10*time.Millisecond
 	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() { _ = s.Start(ctx) }()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Start(ctx) }()
+	// Stopped, and its last write finished, before the folder is removed.
+	t.Cleanup(func() { stop(); <-done })
 
 	time.Sleep(50 * time.Millisecond)
 	if _, err := os.Stat(filepath.Join(dir, "tls.crt")); !os.IsNotExist(err) {

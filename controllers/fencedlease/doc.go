@@ -74,7 +74,7 @@
 //
 // Hand-off (askHandoffRule, handoffWithdrawnRule, handoffTimeoutRule):
 //
-//	H1. A waiting Cold pod of a newer revision of the holder's workload gets a hand-off request.
+//	H1. A waiting Cold pod of a newer revision of the holder's workload gets a hand-off request, once the holder renewed.
 //	H2. The holder releases at a safe point; its successor is granted first.
 //	H3. No release within the grace period: cut off, revoked as HandoffTimeout.
 //	H4. A Warm successor is never asked for; it is granted first when the holder's grant ends.

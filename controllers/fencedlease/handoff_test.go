@@ -61,6 +61,26 @@ func grantedRollout(d, grace int32) (*clocktesting.FakeClock, *grantMemory, *fen
 	return c, tr, fl, pods, fl.Status.Holder.DeepCopy()
 }
 
+// H1: a holder that has not renewed yet is not asked to hand off — it could not release,
+// and a grace period running while its pod starts would cut it off before it ever worked
+// (a rollout to an image that cannot start would then never let the old revision work).
+// It is asked once it renewed, with a whole grace period from then.
+func TestAHolderIsAskedToHandOffOnlyOnceItStarted(t *testing.T) {
+	c, tr, fl, pods, h := grantedRollout(10, 5)
+	c.Step(8 * time.Second) // its pod still starting, longer than the grace period
+	if d := stepHandoff(tr, c, fl, leaseFor(h, t0), pods, &pods[2]); fl.Status.Holder.Handoff != nil || d.cutOff() || d.revoked() != nil {
+		t.Fatalf("a holder that never renewed was asked to hand off, or cut off: %+v", d)
+	}
+	c.Step(time.Second)
+	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(9*time.Second)), pods, &pods[2])
+	if ho := fl.Status.Holder.Handoff; ho == nil || ho.SuccessorName != "n" || !ho.RequestTime.Time.Equal(c.Now()) {
+		t.Fatalf("once it renewed, want a hand-off to n asked now, got %+v", ho)
+	}
+	if d.cutOff() || d.requeueAfter != 5*time.Second {
+		t.Fatalf("a whole grace period from the request: %+v", d)
+	}
+}
+
 // Checks H1, H2.
 func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 5)
@@ -178,7 +198,7 @@ func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 
 func TestHandoffGraceRestartsWithTheController(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 5)
-	stepHandoff(tr, c, fl, leaseFor(h, t0), pods, &pods[2])
+	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, &pods[2])
 
 	c.Step(4 * time.Second)
 	restarted := newGrantMemory(c)

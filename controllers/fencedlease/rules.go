@@ -276,12 +276,15 @@ func slotRemovedRule(in *input) (transition, bool) {
 }
 
 // askHandoffRule: a Cold pod of a newer revision of the holder's own workload waits: ask
-// the holder to hand off to it (H1). The grace period starts at now. A Warm successor is
-// never asked for: it is scheduled and Ready by its own probes, so the rollout goes on and
-// the workload controller ends the holder itself; the next grant goes to that successor
-// all the same (H4).
+// the holder to hand off to it (H1), once the holder has started (renewed): one that has
+// not cannot release, and a grace period that ran while its pod was still starting would
+// cut it off before it ever worked — over and over while a rollout to an image that
+// cannot start stalls. The grace period starts at now. A Warm successor is never asked
+// for: it is scheduled and Ready by its own probes, so the rollout goes on and the
+// workload controller ends the holder itself; the next grant goes to that successor all
+// the same (H4).
 func askHandoffRule(in *input) (transition, bool) {
-	if in.h.Handoff != nil || in.successor == nil || grantorder.Warm(in.successor) {
+	if in.h.Handoff != nil || in.successor == nil || grantorder.Warm(in.successor) || !in.started {
 		return transition{}, false
 	}
 	grace := time.Duration(specHandoffSeconds(in.fl)) * time.Second
