@@ -153,15 +153,12 @@ lint: $(STATICCHECK) ## gofmt must have nothing to say; go vet and staticcheck m
 test-images:
 	$(MAKE) images IMAGE_PLATFORMS=linux/$$(go env GOARCH)
 
-# make test lints beside the tests: warm, lint mostly waits on its caches rather than a CPU;
-# its output follows the tests', and a finding fails the run as before.
+# make test runs the real-node suite first and alone until its cluster is up, then every
+# other package (the long ones first) and lint beside it (hack/test.sh).
 .PHONY: test
 test: envtest nodes rules $(HELM) test-images ## Run every test (unit, envtest, and real nodes as root) with the control plane built from modules.
 	cd hack/images && go test -count=1 ./...
-	@mkdir -p $(BIN); $(MAKE) --no-print-directory lint > $(BIN)/lint.log 2>&1 & lint=$$!; \
-	go test -race -count=1 -timeout 45m -p $(TEST_PACKAGES) $(LONG_TESTS) ./... -coverprofile cover.out $(GINKGO_FLAGS); tests=$$?; \
-	wait $$lint; linted=$$?; echo "--- make lint:"; cat $(BIN)/lint.log; \
-	if [ $$linted -ne 0 ]; then echo "make test: lint failed (above)"; exit 1; fi; exit $$tests
+	@mkdir -p $(BIN); MAKE="$(MAKE)" bash hack/test.sh $(BIN) -race -count=1 -timeout 45m -p $(TEST_PACKAGES) $(GINKGO_FLAGS) -- $(LONG_TESTS) ./...
 
 .PHONY: chaos
 chaos: envtest nodes test-images ## The long fault-injection runs: HISTORIES (10000) generated histories of the protocol against the controller (about 30 min), two operator replicas with holders writing through the SQL fence (about an hour), then, as root, holders on real nodes frozen, cut off, their kubelet stopped, their node lost (about 4 min a round); each fault CHAOS_ROUNDS (10) times; prints the tables.
