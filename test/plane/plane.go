@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -34,6 +35,9 @@ func AssetsDir() (string, error) {
 	return matches[len(matches)-1], nil
 }
 
+// startTimeout is how long each component of a control plane may take to become ready.
+const startTimeout = time.Minute
+
 // New returns an environment with the CRDs; the caller may add to it, then Start it.
 func New() (*envtest.Environment, error) {
 	assets, err := AssetsDir()
@@ -47,6 +51,10 @@ func New() (*envtest.Environment, error) {
 	return &envtest.Environment{
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 		BinaryAssetsDirectory: assets,
+		// envtest gives each component 20 s: make test starts six control planes and a real
+		// cluster on two CPUs, where a kube-apiserver took longer to become ready (five
+		// attempts failed).
+		ControlPlaneStartTimeout: startTimeout,
 	}, nil
 }
 
