@@ -189,7 +189,14 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 		st.FencingToken == math.MaxInt64 {
 		return transition{}, false
 	}
-	next := waiting[grantorder.SuccessorIndex(waiting, fl.Status.Holder, w.successor)]
+	newer := w.successor
+	if newer != nil && grantorder.StandbyUnfit(newer, w.unfitNodes) != "" {
+		// H4 prefers the newer revision's standby only when it can take over now: one
+		// still pulling its image, or failing to between two back-offs, would leave the
+		// singleton idle while a running standby of the old revision waits.
+		newer = nil
+	}
+	next := waiting[grantorder.SuccessorIndex(waiting, fl.Status.Holder, newer)]
 	h := fencingv1.Holder{
 		PodName:                next.Name,
 		PodUID:                 next.UID,

@@ -77,7 +77,7 @@
 //	H1. A waiting Cold pod of a newer revision of the holder's workload gets a hand-off request, once the holder renewed.
 //	H2. The holder releases at a safe point; its successor is granted first.
 //	H3. No release within the grace period: cut off, revoked as HandoffTimeout.
-//	H4. A Warm successor is never asked for; it is granted first when the holder's grant ends.
+//	H4. A Warm successor is never asked for; it is granted first when the holder's grant ends, if it runs.
 //	H5. A request whose successor no longer waits (a rollback, a delete) is withdrawn; the grant stays.
 //	H6. A slot removed by lowering spec.holders asks its holder to hand off to no one (slotRemovedRule).
 //

@@ -57,3 +57,32 @@ func TestSuccessorIndex(t *testing.T) {
 		t.Fatalf("a hand-off named its successor: %d, want it", i)
 	}
 }
+
+// H4 prefers the newer revision's standby only when it can take over now: one whose image
+// is still being pulled — or failing to be, between two back-offs — is passed over for a
+// running standby of the old revision; once it runs, it is preferred.
+func TestANewerRevisionThatCannotTakeOverNowIsNotPreferred(t *testing.T) {
+	old := warmOn("old", t0, "node-a", corev1.PodRunning)
+	newer := warmOn("newer", t0.Add(time.Second), "node-b", corev1.PodPending)
+	newer.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
+	fl := newFL(10)
+	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 1, Holder: &fencingv1.Holder{PodName: "h", PodUID: "uid-h", Token: 1}}
+	granted := func() string {
+		t.Helper()
+		waiting := grantorder.PassOver(grantorder.Candidates([]corev1.Pod{old, newer}, &fencingv1.FencedLeaseStatus{}, ""), nil)
+		tr, ok := grantRule(world{fl: fl, now: t0.Add(time.Minute), successor: &newer}, &fencingv1.FencedLeaseStatus{FencingToken: 1}, waiting)
+		if !ok {
+			t.Fatalf("nobody granted: %+v", tr)
+		}
+		return tr.holder.PodName
+	}
+	if got := granted(); got != "old" {
+		t.Fatalf("granted %s, want the running standby old over newer, still pulling", got)
+	}
+	newer.Status.Phase = corev1.PodRunning
+	newer.Status.ContainerStatuses = nil
+	if got := granted(); got != "newer" {
+		t.Fatalf("granted %s, want newer (H4) once it runs", got)
+	}
+}

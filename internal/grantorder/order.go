@@ -49,7 +49,7 @@ func Queue(pods []corev1.Pod, nodes []corev1.Node, st *fencingv1.FencedLeaseStat
 // node may come back, and the confirmation bound limits what it costs if it does not.
 func PassOver(waiting []*corev1.Pod, unfitNodes map[string]string) []*corev1.Pod {
 	passed := func(p *corev1.Pod) int {
-		if standbyUnfit(p, unfitNodes) != "" {
+		if StandbyUnfit(p, unfitNodes) != "" {
 			return 1
 		}
 		return 0
@@ -76,9 +76,9 @@ func WithSilentNode(unfit map[string]string, rv *fencingv1.Revocation, holder *c
 	return out
 }
 
-// standbyUnfit says why Warm candidate p cannot take over now, or "" (a Cold candidate,
+// StandbyUnfit says why Warm candidate p cannot take over now, or "" (a Cold candidate,
 // gated, has no node yet: it never is).
-func standbyUnfit(p *corev1.Pod, unfitNodes map[string]string) string {
+func StandbyUnfit(p *corev1.Pod, unfitNodes map[string]string) string {
 	if !Warm(p) {
 		return ""
 	}
