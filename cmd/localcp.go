@@ -91,7 +91,7 @@ func installPolicies(cfg *rest.Config) error {
 	if err := c.Create(ctx, review); err != nil {
 		return err
 	}
-	objs, err := policy.Objects(review.Status.UserInfo.Username)
+	objs, err := policy.Objects(review.Status.UserInfo.Username, localAgentImage)
 	if err != nil {
 		return err
 	}

@@ -53,9 +53,12 @@ func (o *webhookOptions) serveLocally(w envtest.WebhookInstallOptions) {
 	o.rotateCerts, o.certsFromSecret = false, false
 	o.host, o.port, o.certDir = w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir
 	if o.agentImage == "" {
-		o.agentImage = "fencedlease-agent:dev" // no kubelet pulls it there
+		o.agentImage = localAgentImage
 	}
 }
+
+// localAgentImage is the agent image on the embedded control plane, where no kubelet pulls it.
+const localAgentImage = "fencedlease-agent:dev"
 
 // setupWebhook serves the pod and FencedLease webhooks once their certificate is on disk:
 // put in its Secret by cert-controller (the default, so a plain kubectl apply works) or by
@@ -104,7 +107,7 @@ func setupWebhook(mgr ctrl.Manager, o webhookOptions) error {
 		<-rotated
 		close(ready)
 	}()
-	h, err := podwebhook.NewHandler(mgr.GetAPIReader(), mgr.GetScheme(), o.agentImage)
+	h, err := podwebhook.NewHandler(mgr.GetScheme(), o.agentImage)
 	if err != nil {
 		return err
 	}

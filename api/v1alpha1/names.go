@@ -18,9 +18,11 @@ const (
 	// StateAnnotation tells where a pod stands; see PodState.
 	StateAnnotation = "fencing.fencedlease.io/state"
 
-	// StandbyAnnotation on a candidate pod records the standby mode (Cold or Warm) it was
-	// admitted in: the webhook sets it from the FencedLease's spec.standby, and nobody
-	// may change it after. A Warm candidate has no scheduling gate and runs while it waits.
+	// StandbyAnnotation on a candidate pod records the standby mode it waits in: the
+	// operator sets it to Warm, from the FencedLease's spec.standby as it is then, in the
+	// write that removes a waiting candidate's scheduling gate so it runs while it waits.
+	// Admission never sets it (a pod bringing one is refused), nobody else may change
+	// it, and a candidate without it is Cold (gated until granted).
 	StandbyAnnotation = "fencing.fencedlease.io/standby"
 
 	// HolderUIDAnnotation on the Lease records the holder pod's UID, because a pod name
@@ -70,6 +72,18 @@ const (
 	Finalizer = "fencing.fencedlease.io/revoke-holder"
 )
 
+// LeaseFoundCondition is the pod condition the operator sets on a waiting candidate whose
+// label names a FencedLease that does not exist (False, reason FencedLeaseNotFound, with
+// an event): the pod waits, gated, until the FencedLease is created, and the condition
+// turns True (reason FencedLeaseFound).
+const LeaseFoundCondition = "fencing.fencedlease.io/FencedLeaseFound"
+
+// Reasons of LeaseFoundCondition.
+const (
+	ReasonFencedLeaseNotFound = "FencedLeaseNotFound"
+	ReasonFencedLeaseFound    = "FencedLeaseFound"
+)
+
 // PodState is the value of StateAnnotation.
 type PodState string
 
@@ -83,11 +97,16 @@ const (
 	PodRevoked  PodState = "Revoked"
 )
 
-// Names the admission webhook injects into candidate pods.
+// Names admission (the MutatingAdmissionPolicy fencedlease-candidate, or the pod
+// webhook) injects into candidate pods.
 const (
 	// AgentAnnotation "true" on a pod asks for the renewal agent as a native sidecar.
 	AgentAnnotation = "fencing.fencedlease.io/agent"
 
+	// EnvToken is the token, from TokenAnnotation, injected into every candidate: it
+	// resolves when a container starts, so it is empty in a container that started before
+	// its grant (a Warm standby's: its workload takes the token from fencedlease hold,
+	// pkg/holder, the agent or the file token).
 	EnvToken          = "FENCING_TOKEN"
 	EnvLeaseName      = "FENCING_LEASE_NAME"
 	EnvLeaseNamespace = "FENCING_LEASE_NAMESPACE"
@@ -95,9 +114,10 @@ const (
 	// EnvHolderUID is the pod's UID, so a warm pod waiting for its grant tells its own
 	// grant from one of an earlier pod of the same name (a StatefulSet re-creates them).
 	EnvHolderUID = "FENCING_HOLDER_UID"
-	// EnvSlot is the slot the pod holds, from SlotAnnotation: injected into the pods of a
-	// FencedLease with spec.holders above 1 (empty until the pod is granted: a Warm
-	// standby learns its slot from pkg/holder or the agent instead).
+	// EnvSlot is the slot the pod holds, from SlotAnnotation, injected into every
+	// candidate: it resolves when a container starts, so it is empty in a container that
+	// started before its grant (a Warm standby learns its slot from pkg/holder, the agent
+	// or the file slot instead), and without slots.
 	EnvSlot = "FENCING_SLOT"
 
 	// VolumeName is the downward API volume with files token and state, mounted at

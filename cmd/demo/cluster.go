@@ -89,7 +89,7 @@ func (c *cluster) startOperator() error {
 		Metrics: fencedlease.NewMetrics(metrics.Registry), MaxConcurrentReconciles: fencedlease.DefaultConcurrency}); err != nil {
 		return err
 	}
-	h, err := podwebhook.NewHandler(mgr.GetAPIReader(), mgr.GetScheme(), "fencedlease-agent:demo") // the demo's pods ask for no agent
+	h, err := podwebhook.NewHandler(mgr.GetScheme(), "fencedlease-agent:demo") // the demo's pods ask for no agent
 	if err != nil {
 		return err
 	}

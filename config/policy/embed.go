@@ -19,15 +19,16 @@ var files embed.FS
 const ParamsName = "fencedlease-admission-params"
 
 // Objects returns the objects of config/policy as written (the kustomization aside), with
-// the parameter naming operator as the operator's user.
-func Objects(operator string) ([]*unstructured.Unstructured, error) {
+// the parameter naming operator as the operator's user and agentImage as the image of the
+// agent sidecar.
+func Objects(operator, agentImage string) ([]*unstructured.Unstructured, error) {
 	names, err := fs.Glob(files, "*.yaml")
 	if err != nil {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
 	for _, name := range names {
-		if name == "kustomization.yaml" {
+		if name == "kustomization.yaml" || name == "agent_image.yaml" {
 			continue
 		}
 		raw, err := files.ReadFile(name)
@@ -45,6 +46,9 @@ func Objects(operator string) ([]*unstructured.Unstructured, error) {
 			u := &unstructured.Unstructured{Object: obj}
 			if u.GetKind() == "ConfigMap" && u.GetName() == ParamsName {
 				if err := unstructured.SetNestedField(u.Object, operator, "data", "operator"); err != nil {
+					return nil, err
+				}
+				if err := unstructured.SetNestedField(u.Object, agentImage, "data", "agentImage"); err != nil {
 					return nil, err
 				}
 			}

@@ -75,13 +75,18 @@ const (
 	maxRetryDelay = time.Second
 )
 
-// reconcile is one pass: get the FencedLease, pass its gates, observe, decide, run the
-// plan, remember. Nothing after decide decides again; what the pass remembers it writes
+// reconcile is one pass: get the FencedLease, pass its gates, let its Warm candidates
+// run, observe, decide, run the plan, remember. Nothing after decide decides again; what the pass remembers it writes
 // in one place, from what it observed and what of its plan landed.
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fl, wait, err := r.admit(ctx, req)
 	if fl == nil || err != nil {
 		return wait, err
+	}
+	if wrote, err := r.letWarmCandidatesRun(ctx, fl); err != nil {
+		return ctrl.Result{}, err
+	} else if wrote {
+		return ctrl.Result{RequeueAfter: cacheBehind}, nil
 	}
 	if sharded(fl) {
 		return r.passSlots(ctx, fl)
@@ -135,7 +140,7 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease, s slot
 }
 
 // admit gets the FencedLease and passes it through the gates before a pass: gone (its
-// memory is dropped), the cache still behind this controller's last write to it, the
+// memory is dropped, its waiting pods told so), the cache still behind this controller's last write to it, the
 // finalizer added first, deleted with nothing left to do. fl is nil when the pass ends
 // here, with result.
 func (r *Reconciler) admit(ctx context.Context, req ctrl.Request) (_ *fencingv1.FencedLease, result ctrl.Result, _ error) {
@@ -145,7 +150,8 @@ func (r *Reconciler) admit(ctx context.Context, req ctrl.Request) (_ *fencingv1.
 			r.grants.forget(req.NamespacedName)
 			r.uncached.found(req.NamespacedName, false)
 			r.Metrics.forget(req.NamespacedName)
-			return nil, ctrl.Result{}, nil
+			retry, err := r.reportMissing(ctx, req.NamespacedName)
+			return nil, ctrl.Result{RequeueAfter: retry}, err
 		}
 		return nil, ctrl.Result{}, err
 	}

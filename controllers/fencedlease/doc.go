@@ -83,10 +83,15 @@
 //
 // Authority (the rules that keep others from forging a grant):
 //
-//	A1. Only candidates the webhook admitted, that never held a token, are granted.
+//	A1. Only candidates admission gated, that never held a token, are granted.
 //	A2. A holder that lost its label is revoked (LabelRemoved), not released.
 //	A3. A Lease of the name without the lease label is never adopted nor written.
 //	D1. A deleted FencedLease revokes its holder and lets go only once no holder remains.
+//
+// Admission (admission.go): every candidate is admitted alike, gated, reading no FencedLease.
+//
+//	W1. A Warm FencedLease's gated waiting candidate is let run: one patch removes the gate and sets standby Warm.
+//	W2. A pod waiting 3 s for a FencedLease that does not exist gets an event and the condition FencedLeaseFound False, once.
 //
 // N slots (spec.holders above 1; slots.go, slotpass.go):
 //

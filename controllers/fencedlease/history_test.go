@@ -143,6 +143,9 @@ func (s staleView) List(ctx context.Context, l client.ObjectList, opts ...client
 // podNames are the pod names a history uses: few, so names are re-used (a StatefulSet).
 var podNames = []string{"p-0", "p-1", "p-2", "p-3"}
 
+// create makes a candidate as admission leaves it (gated, no standby: the operator lets it
+// run if the FencedLease is Warm then, W1), or with warm one the operator let run before,
+// already running.
 func (w *historyWorld) create(rt *rapid.T, name string, warm bool, ordinal bool) {
 	w.born[name]++
 	p := pod(name, t0.Add(time.Duration(w.pods)*time.Second))
@@ -332,8 +335,8 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			w.f.restart()
 			w.v.note("pass killed after %d write(s); restarted → %s", k, w.statusLine())
 		},
-		"G1 H1 H4 H5 L1 X7 X9 a workload moves":         func(rt *rapid.T) { oneOf(rt, w.podActions()) },
-		"H6 Q1 G1 A1 A2 A3 D1 a user changes something": func(rt *rapid.T) { oneOf(rt, w.userActions()) },
+		"G1 H1 H4 H5 L1 X7 X9 W1 a workload moves":            func(rt *rapid.T) { oneOf(rt, w.podActions()) },
+		"H6 Q1 G1 A1 A2 A3 D1 W1 W2 a user changes something": func(rt *rapid.T) { oneOf(rt, w.userActions()) },
 		"": func(rt *rapid.T) {
 			w.v.check(rt, w.f.c)
 			w.checkAuthority(rt)
@@ -377,6 +380,23 @@ func (w *historyWorld) podActions() map[string]func(*rapid.T) {
 			if rapid.Bool().Draw(rt, "re-create") {
 				w.create(rt, p.Name, rapid.Bool().Draw(rt, "warm"), true)
 			}
+		},
+		"W1 a candidate the operator let run starts running": func(rt *rapid.T) {
+			var let []corev1.Pod
+			for _, p := range w.podList(rt) {
+				if grantorder.Warm(&p) && len(p.Spec.SchedulingGates) == 0 && p.Status.Phase == "" {
+					let = append(let, p)
+				}
+			}
+			if len(let) == 0 {
+				rt.Skip("no Warm candidate the operator let run")
+			}
+			p := let[rapid.IntRange(0, len(let)-1).Draw(rt, "pod")]
+			p.Status.Phase = corev1.PodRunning
+			if err := w.f.c.Status().Update(context.Background(), &p); err != nil && !apierrors.IsConflict(err) {
+				rt.Fatalf("%v", err)
+			}
+			w.v.note("pod %s, let run, is running", p.Name)
 		},
 		"G1 a candidate arrives": func(rt *rapid.T) {
 			name := rapid.SampledFrom(podNames).Draw(rt, "name")
@@ -445,6 +465,14 @@ func (w *historyWorld) userActions() map[string]func(*rapid.T) {
 				fl.Annotations[fencingv1.RevokeAnnotation] = strconv.FormatInt(tok, 10)
 			})
 		},
+		"W1 spec.standby is switched": func(rt *rapid.T) {
+			w.editFL(rt, "spec.standby switched", func(fl *fencingv1.FencedLease) {
+				fl.Spec.Standby = map[fencingv1.StandbyMode]fencingv1.StandbyMode{fencingv1.StandbyWarm: fencingv1.StandbyCold}[fl.Spec.Standby]
+				if fl.Spec.Standby == "" {
+					fl.Spec.Standby = fencingv1.StandbyWarm
+				}
+			})
+		},
 		"G1 suspend is switched": func(rt *rapid.T) {
 			w.editFL(rt, "suspend switched", func(fl *fencingv1.FencedLease) { fl.Spec.Suspend = !fl.Spec.Suspend })
 		},
@@ -452,7 +480,7 @@ func (w *historyWorld) userActions() map[string]func(*rapid.T) {
 			w.minRaised = true
 			w.editFL(rt, "minFencingToken raised", func(fl *fencingv1.FencedLease) { fl.Spec.MinFencingToken = fl.Status.FencingToken + 5 })
 		},
-		"D1 the FencedLease is deleted": func(rt *rapid.T) {
+		"D1 W2 the FencedLease is deleted": func(rt *rapid.T) {
 			if rapid.IntRange(0, 3).Draw(rt, "rarely") > 0 {
 				rt.Skip("deleted in one draw of four: most histories keep their FencedLease")
 			}

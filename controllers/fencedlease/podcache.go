@@ -60,6 +60,9 @@ type cachedPod struct {
 	// runs, as nearly all do.
 	StuckInit, Stuck []corev1.ContainerStatus
 	Unscheduled      *corev1.PodCondition
+	// LeaseFound is the condition W2 sets on a pod whose FencedLease does not exist,
+	// when the pod has it.
+	LeaseFound *corev1.PodCondition
 }
 
 // DeepCopyObject makes cachedPod a runtime.Object, as the informer and the event handlers
@@ -69,6 +72,9 @@ func (p *cachedPod) DeepCopyObject() runtime.Object {
 		StuckInit: deepCopyStatuses(p.StuckInit), Stuck: deepCopyStatuses(p.Stuck)}
 	if p.Unscheduled != nil {
 		out.Unscheduled = p.Unscheduled.DeepCopy()
+	}
+	if p.LeaseFound != nil {
+		out.LeaseFound = p.LeaseFound.DeepCopy()
 	}
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
@@ -84,8 +90,10 @@ func (p *cachedPod) pod() corev1.Pod {
 	out.Status.Message = p.Message
 	out.Status.InitContainerStatuses = deepCopyStatuses(p.StuckInit)
 	out.Status.ContainerStatuses = deepCopyStatuses(p.Stuck)
-	if p.Unscheduled != nil {
-		out.Status.Conditions = []corev1.PodCondition{*p.Unscheduled.DeepCopy()}
+	for _, c := range []*corev1.PodCondition{p.Unscheduled, p.LeaseFound} {
+		if c != nil {
+			out.Status.Conditions = append(out.Status.Conditions, *c.DeepCopy())
+		}
 	}
 	return out
 }
@@ -137,6 +145,9 @@ func compactPod(obj any) (any, error) {
 	for _, cond := range p.Status.Conditions {
 		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
 			c.Unscheduled = cond.DeepCopy()
+		}
+		if cond.Type == fencingv1.LeaseFoundCondition {
+			c.LeaseFound = cond.DeepCopy()
 		}
 	}
 	c.ManagedFields = nil

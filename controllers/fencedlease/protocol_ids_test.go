@@ -113,7 +113,7 @@ func TestEveryProtocolStepHasAModelAction(t *testing.T) {
 }
 
 // definition is a step's definition in doc.go: "//\tX3. …".
-var definition = regexp.MustCompile(`(?m)^//\t([GRLXCQHADNP][0-9]+)\. `)
+var definition = regexp.MustCompile(`(?m)^//\t([GRLXCQHADNPW][0-9]+)\. `)
 
 // citations are the IDs a line cites: a step letter and its number, alone ("X3",
 // "X3's", "X1–X6"), not part of a longer word or number ("H264", "A10b", "sha256:A1").
@@ -135,7 +135,7 @@ func citations(line string) []string {
 	return out
 }
 
-var stepID = regexp.MustCompile(`[GRLXCQHADNP][0-9]{1,2}`)
+var stepID = regexp.MustCompile(`[GRLXCQHADNPW][0-9]{1,2}`)
 
 func wordByte(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'

@@ -9,10 +9,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -36,9 +34,7 @@ func TestHandlerPatchesOnlyWhatItAdds(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = fencingv1.AddToScheme(scheme)
-	reader := fake.NewClientBuilder().WithScheme(scheme).
-		WithObjects(&fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "invoices"}}).Build()
-	h, err := NewHandler(reader, scheme, "agent:v1")
+	h, err := NewHandler(scheme, "agent:v1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +82,7 @@ func TestHandlerPatchesOnlyWhatItAdds(t *testing.T) {
 		}
 	}
 
-	// What our types see of the patched pod is exactly what mutate makes of the request.
+	// What our types see of the patched pod is exactly what Admit makes of the request.
 	var seen, want corev1.Pod
 	if err := json.Unmarshal(patched, &seen); err != nil {
 		t.Fatal(err)
@@ -94,10 +90,10 @@ func TestHandlerPatchesOnlyWhatItAdds(t *testing.T) {
 	if err := json.Unmarshal([]byte(futurePod), &want); err != nil {
 		t.Fatal(err)
 	}
-	if err := mutate(&want, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
+	if err := Admit(&want, "agent:v1"); err != nil {
 		t.Fatal(err)
 	}
 	if !equality.Semantic.DeepEqual(seen, want) {
-		t.Fatalf("patched pod differs from mutate's:\n%s", patched)
+		t.Fatalf("patched pod differs from Admit's:\n%s", patched)
 	}
 }

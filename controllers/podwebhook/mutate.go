@@ -1,6 +1,8 @@
-// Package podwebhook is the mutating admission webhook for candidate pods: it gates them,
-// injects the fencing env and volume (and on request the renewal agent), and refuses pods
-// that name no FencedLease or try to bring their own authority.
+// Package podwebhook is the mutating admission webhook for candidate pods, for clusters
+// older than Kubernetes 1.36 where the MutatingAdmissionPolicy fencedlease-candidate
+// cannot run: it gates them, injects the fencing env and volume (and on request the
+// renewal agent), and refuses pods that try to bring their own authority, exactly as the
+// policies do.
 package podwebhook
 
 import (
@@ -14,50 +16,40 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// mutate makes pod a candidate of lease in standby mode: a Cold candidate gets the
-// scheduling gate, a Warm one none (it is scheduled and runs while it waits). It is
-// idempotent: a pod it already mutated comes out unchanged. agentImage is the image of
+// Admit makes pod a candidate of the FencedLease its label names, as the
+// MutatingAdmissionPolicy fencedlease-candidate does inside the API server: the
+// scheduling gate, state Waiting, the FENCING_* env and the fencing volume in every
+// container, and the agent as a native sidecar when the pod asks for it. It reads no
+// FencedLease: every candidate is admitted alike, and the operator lets a Warm
+// FencedLease's candidates run. It is idempotent (a pod it already admitted comes out
+// unchanged), and refuses, with the field named, what the ValidatingAdmissionPolicy
+// fencedlease-candidate-check refuses: a pod bringing a grant, a standby or a slot of
+// its own, or something of its own under the names it injects. agentImage is the image of
 // the renewal sidecar.
-func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, agentImage string) error {
-	if pod.Spec.NodeName != "" {
-		return fmt.Errorf("spec.nodeName is set (%s): a pod bound to a node when it is created cannot be held back by a scheduling gate, "+
-			"so it could start before it is granted; remove spec.nodeName and choose the node with nodeSelector or node affinity", pod.Spec.NodeName)
+func Admit(pod *corev1.Pod, agentImage string) error {
+	lease := pod.Labels[fencingv1.LeaseLabel]
+	if lease == "" {
+		return fmt.Errorf("the label %s must name a FencedLease in this namespace: it is empty", fencingv1.LeaseLabel)
 	}
-	if _, has := pod.Annotations[fencingv1.TokenAnnotation]; has {
-		return fmt.Errorf("pods may not set annotation %s: only the operator grants tokens", fencingv1.TokenAnnotation)
-	}
-	if s, has := pod.Annotations[fencingv1.StateAnnotation]; has && s != string(fencingv1.PodWaiting) {
-		return fmt.Errorf("pods may not set annotation %s to %q: only the operator moves a pod past %s",
-			fencingv1.StateAnnotation, s, fencingv1.PodWaiting)
+	if err := refuseAuthority(pod); err != nil {
+		return err
 	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	if _, has := pod.Annotations[fencingv1.SlotAnnotation]; has {
-		return fmt.Errorf("pods may not set annotation %s: only the operator assigns slots", fencingv1.SlotAnnotation)
-	}
-	if _, has := pod.Labels[fencingv1.SlotLabel]; has {
-		return fmt.Errorf("pods may not carry the label %s: the operator puts it on the holder of a slot alone; remove it from the pod or its template",
-			fencingv1.SlotLabel)
-	}
-	if _, has := pod.Labels[fencingv1.HolderLabel]; has {
-		return fmt.Errorf("pods may not carry the label %s: the operator puts it on the current holder alone; remove it from the pod or its template",
-			fencingv1.HolderLabel)
-	}
-	if mode != fencingv1.StandbyWarm {
-		mode = fencingv1.StandbyCold
-	}
-	// The mode is the FencedLease's when the pod is admitted; a pod's own value is ignored.
 	pod.Annotations[fencingv1.StateAnnotation] = string(fencingv1.PodWaiting)
-	pod.Annotations[fencingv1.StandbyAnnotation] = string(mode)
-
-	if mode == fencingv1.StandbyCold && !hasGate(pod) {
+	if !hasGate(pod) {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate})
 	}
 	if err := ensureVolume(pod, downwardVolume()); err != nil {
 		return err
 	}
 	agent := pod.Annotations[fencingv1.AgentAnnotation] == "true"
+	if findContainer(pod.Spec.Containers, fencingv1.AgentContainerName) >= 0 ||
+		!agent && findContainer(pod.Spec.InitContainers, fencingv1.AgentContainerName) >= 0 {
+		return fmt.Errorf("the container name %s is the renewal agent's, which the operator injects when the annotation %s is \"true\": rename the container",
+			fencingv1.AgentContainerName, fencingv1.AgentAnnotation)
+	}
 	if agent {
 		if err := ensureVolume(pod, agentVolume()); err != nil {
 			return err
@@ -65,19 +57,24 @@ func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, agentImag
 		if findContainer(pod.Spec.InitContainers, fencingv1.AgentContainerName) < 0 {
 			pod.Spec.InitContainers = append([]corev1.Container{agentContainer(agentImage)}, pod.Spec.InitContainers...)
 		}
+	} else if findVolume(pod, fencingv1.AgentVolumeName) >= 0 {
+		return fmt.Errorf("the pod already has a volume named %q; rename it: the operator uses that name", fencingv1.AgentVolumeName)
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
-			if err := inject(&list[i], lease, mode); err != nil {
+			if err := inject(&list[i], lease); err != nil {
 				return err
 			}
+			run := corev1.VolumeMount{Name: fencingv1.AgentVolumeName, MountPath: fencingv1.AgentMountPath}
 			if !agent {
+				if err := refuseMount(&list[i], run); err != nil {
+					return err
+				}
 				continue
 			}
 			// The agent writes its state there; the workload only reads it.
-			mount := corev1.VolumeMount{Name: fencingv1.AgentVolumeName, MountPath: fencingv1.AgentMountPath,
-				ReadOnly: list[i].Name != fencingv1.AgentContainerName}
-			if err := ensureMount(&list[i], mount); err != nil {
+			run.ReadOnly = list[i].Name != fencingv1.AgentContainerName
+			if err := ensureMount(&list[i], run); err != nil {
 				return err
 			}
 		}
@@ -85,49 +82,82 @@ func mutate(pod *corev1.Pod, lease string, mode fencingv1.StandbyMode, agentImag
 	return nil
 }
 
-// fencingEnv is what every container gets. A Cold candidate gets the token from the
-// pod's own annotation, so it resolves when the containers start, which the gate holds
-// back until the grant. A Warm candidate's containers start before any grant, when the
-// annotation is not there: the variable would resolve to an empty string for good, so
-// it gets none, and its workload takes the token from the grant it waits for (hold,
-// pkg/holder, the agent).
-func fencingEnv(lease string, mode fencingv1.StandbyMode) []corev1.EnvVar {
+// refuseAuthority refuses a pod that brings what only the operator writes: a node, a
+// token, a state past Waiting, a standby, a slot, the holder label.
+func refuseAuthority(pod *corev1.Pod) error {
+	if pod.Spec.NodeName != "" {
+		return fmt.Errorf("spec.nodeName is set (%s): a pod bound to a node when it is created cannot be held back by a scheduling gate, "+
+			"so it could start before it is granted; remove spec.nodeName and choose the node with nodeSelector or node affinity", pod.Spec.NodeName)
+	}
+	if _, has := pod.Annotations[fencingv1.TokenAnnotation]; has {
+		return fmt.Errorf("pods may not set the annotation %s: only the operator grants tokens", fencingv1.TokenAnnotation)
+	}
+	if s, has := pod.Annotations[fencingv1.StateAnnotation]; has && s != string(fencingv1.PodWaiting) {
+		return fmt.Errorf("pods may not set the annotation %s to %q: only the operator moves a pod past %s",
+			fencingv1.StateAnnotation, s, fencingv1.PodWaiting)
+	}
+	if _, has := pod.Annotations[fencingv1.StandbyAnnotation]; has {
+		return fmt.Errorf("pods may not set the annotation %s: the operator sets it from the FencedLease's spec.standby when it lets a Warm candidate run",
+			fencingv1.StandbyAnnotation)
+	}
+	if _, has := pod.Annotations[fencingv1.SlotAnnotation]; has {
+		return fmt.Errorf("pods may not set the annotation %s: only the operator assigns slots", fencingv1.SlotAnnotation)
+	}
+	if _, has := pod.Labels[fencingv1.SlotLabel]; has {
+		return fmt.Errorf("pods may not carry the label %s: the operator puts it on the holder of a slot alone; remove it from the pod or its template",
+			fencingv1.SlotLabel)
+	}
+	if _, has := pod.Labels[fencingv1.HolderLabel]; has {
+		return fmt.Errorf("pods may not be created with the label %s: the operator puts it on the current holder alone; remove it from the pod or its template",
+			fencingv1.HolderLabel)
+	}
+	return nil
+}
+
+// fencingEnv is what every container gets. FENCING_TOKEN resolves when a container
+// starts: a Cold candidate's start at its grant, when the token is there; a Warm
+// candidate's containers start before any grant, so it is empty there for good, and
+// its workload takes the token from the grant it waits for (fencedlease hold,
+// pkg/holder, the agent, the file token).
+func fencingEnv(lease string) []corev1.EnvVar {
 	field := func(path string) *corev1.EnvVarSource {
 		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
 	}
-	var env []corev1.EnvVar
-	if mode == fencingv1.StandbyCold {
-		env = append(env, corev1.EnvVar{Name: fencingv1.EnvToken, ValueFrom: field("metadata.annotations['" + fencingv1.TokenAnnotation + "']")})
-	}
-	env = append(env,
-		corev1.EnvVar{Name: fencingv1.EnvLeaseName, Value: lease},
-		corev1.EnvVar{Name: fencingv1.EnvLeaseNamespace, ValueFrom: field("metadata.namespace")},
-		corev1.EnvVar{Name: fencingv1.EnvHolderIdentity, ValueFrom: field("metadata.name")},
-		corev1.EnvVar{Name: fencingv1.EnvHolderUID, ValueFrom: field("metadata.uid")},
+	return []corev1.EnvVar{
+		{Name: fencingv1.EnvToken, ValueFrom: field("metadata.annotations['" + fencingv1.TokenAnnotation + "']")},
+		{Name: fencingv1.EnvLeaseName, Value: lease},
+		{Name: fencingv1.EnvLeaseNamespace, ValueFrom: field("metadata.namespace")},
+		{Name: fencingv1.EnvHolderIdentity, ValueFrom: field("metadata.name")},
+		{Name: fencingv1.EnvHolderUID, ValueFrom: field("metadata.uid")},
 		// The slot annotation, written with the token on a holder of a FencedLease with
-		// slots: empty until granted, and without slots. Injected into every candidate,
-		// whatever spec.holders is now: it may be raised after the pod was admitted.
-		corev1.EnvVar{Name: fencingv1.EnvSlot, ValueFrom: field("metadata.annotations['" + fencingv1.SlotAnnotation + "']")},
-	)
-	return env
+		// slots: empty until granted, and without slots.
+		{Name: fencingv1.EnvSlot, ValueFrom: field("metadata.annotations['" + fencingv1.SlotAnnotation + "']")},
+	}
 }
 
-func inject(c *corev1.Container, lease string, mode fencingv1.StandbyMode) error {
-	if mode == fencingv1.StandbyWarm && findEnv(c.Env, fencingv1.EnvToken) >= 0 {
-		return fmt.Errorf("container %q sets %s: in a Warm FencedLease the token is not known when containers start; "+
-			"the workload gets it from fencedlease hold, pkg/holder or the agent once granted", c.Name, fencingv1.EnvToken)
-	}
-	for _, want := range fencingEnv(lease, mode) {
+func inject(c *corev1.Container, lease string) error {
+	for _, want := range fencingEnv(lease) {
 		i := findEnv(c.Env, want.Name)
 		if i < 0 {
 			c.Env = append(c.Env, want)
 			continue
 		}
 		if !equality.Semantic.DeepEqual(c.Env[i], want) {
-			return fmt.Errorf("container %q already sets %s to something else; remove it: the operator injects it", c.Name, want.Name)
+			return fmt.Errorf("container %q sets %s: the operator injects the FENCING_* variables; remove them from the pod", c.Name, want.Name)
 		}
 	}
 	return ensureMount(c, corev1.VolumeMount{Name: fencingv1.VolumeName, MountPath: fencingv1.VolumeMountPath, ReadOnly: true})
+}
+
+// refuseMount refuses a mount of c at mount's path or of mount's volume: without the
+// agent, the pod has no such volume of the operator's.
+func refuseMount(c *corev1.Container, mount corev1.VolumeMount) error {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == mount.MountPath || m.Name == mount.Name {
+			return fmt.Errorf("container %q mounts %s or volume %q; remove it: the operator mounts the agent's state there", c.Name, mount.MountPath, mount.Name)
+		}
+	}
+	return nil
 }
 
 // ensureMount adds mount to c, or accepts it there already; a different mount of the
@@ -170,16 +200,23 @@ func agentVolume() corev1.Volume {
 }
 
 func ensureVolume(pod *corev1.Pod, want corev1.Volume) error {
-	for _, v := range pod.Spec.Volumes {
-		if v.Name == want.Name {
-			if !equality.Semantic.DeepEqual(v, want) {
-				return fmt.Errorf("the pod already has a volume named %q; rename it: the operator uses that name", want.Name)
-			}
-			return nil
+	if i := findVolume(pod, want.Name); i >= 0 {
+		if !equality.Semantic.DeepEqual(pod.Spec.Volumes[i], want) {
+			return fmt.Errorf("the pod already has a volume named %q; rename it: the operator uses that name", want.Name)
 		}
+		return nil
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, want)
 	return nil
+}
+
+func findVolume(pod *corev1.Pod, name string) int {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // AgentBinary is where the agent image keeps fencedlease-agent; the startupProbe runs it.

@@ -21,14 +21,14 @@ func candidate() *corev1.Pod {
 	}
 }
 
-func TestMutateIsIdempotent(t *testing.T) {
+func TestAdmitIsIdempotent(t *testing.T) {
 	p := candidate()
 	p.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
-	if err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
+	if err := Admit(p, "agent:v1"); err != nil {
 		t.Fatal(err)
 	}
 	once := p.DeepCopy()
-	if err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
+	if err := Admit(p, "agent:v1"); err != nil {
 		t.Fatalf("second application refused: %v", err)
 	}
 	if !equality.Semantic.DeepEqual(once, p) {
@@ -53,9 +53,9 @@ func TestMutateIsIdempotent(t *testing.T) {
 }
 
 // Without the agent, no state folder: nothing writes it.
-func TestMutateWithoutAgentAddsNoStateFolder(t *testing.T) {
+func TestAdmitWithoutAgentAddsNoStateFolder(t *testing.T) {
 	p := candidate()
-	if err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
+	if err := Admit(p, "agent:v1"); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Spec.Volumes) != 1 || len(p.Spec.Containers[0].VolumeMounts) != 1 {
@@ -63,7 +63,7 @@ func TestMutateWithoutAgentAddsNoStateFolder(t *testing.T) {
 	}
 }
 
-func TestMutateRefusals(t *testing.T) {
+func TestAdmitRefusals(t *testing.T) {
 	cases := map[string]struct {
 		edit func(*corev1.Pod)
 		want string
@@ -71,16 +71,29 @@ func TestMutateRefusals(t *testing.T) {
 		"bound to a node": {func(p *corev1.Pod) { p.Spec.NodeName = "node-1" },
 			"spec.nodeName is set (node-1): a pod bound to a node when it is created cannot be held back by a scheduling gate"},
 		"own token": {func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.TokenAnnotation: "99"} },
-			"pods may not set annotation fencing.fencedlease.io/token: only the operator grants tokens"},
+			"pods may not set the annotation fencing.fencedlease.io/token: only the operator grants tokens"},
 		"own state": {func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.StateAnnotation: "Holding"} },
-			`pods may not set annotation fencing.fencedlease.io/state to "Holding": only the operator moves a pod past Waiting`},
+			`pods may not set the annotation fencing.fencedlease.io/state to "Holding": only the operator moves a pod past Waiting`},
 		"env clash": {func(p *corev1.Pod) { p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "FENCING_TOKEN", Value: "7"}} },
-			`container "b" already sets FENCING_TOKEN to something else; remove it: the operator injects it`},
+			`container "b" sets FENCING_TOKEN: the operator injects the FENCING_* variables; remove them from the pod`},
 		"volume clash": {func(p *corev1.Pod) { p.Spec.Volumes = []corev1.Volume{{Name: "fencing"}} },
 			`the pod already has a volume named "fencing"; rename it: the operator uses that name`},
 		"mount clash": {func(p *corev1.Pod) {
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "other", MountPath: "/etc/fencing"}}
 		}, `container "a" already mounts /etc/fencing or volume "fencing"`},
+		"own standby": {func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.StandbyAnnotation: "Warm"} },
+			"pods may not set the annotation fencing.fencedlease.io/standby"},
+		"own slot": {func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.SlotAnnotation: "1"} },
+			"pods may not set the annotation fencing.fencedlease.io/slot"},
+		"empty label": {func(p *corev1.Pod) { p.Labels[fencingv1.LeaseLabel] = "" },
+			"the label fencing.fencedlease.io/lease must name a FencedLease in this namespace: it is empty"},
+		"a container named like the agent": {func(p *corev1.Pod) { p.Spec.Containers[1].Name = fencingv1.AgentContainerName },
+			"the container name fencing-agent is the renewal agent's"},
+		"an init container named like the agent, no agent asked for": {func(p *corev1.Pod) { p.Spec.InitContainers[0].Name = fencingv1.AgentContainerName },
+			"the container name fencing-agent is the renewal agent's"},
+		"the agent's state folder without the agent": {func(p *corev1.Pod) {
+			p.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/run/fencing"}}
+		}, `container "b" mounts /run/fencing or volume "fencing-run"`},
 		"agent state folder clash": {func(p *corev1.Pod) {
 			p.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
 			p.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/run/fencing"}}
@@ -90,7 +103,7 @@ func TestMutateRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := candidate()
 			tc.edit(p)
-			err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1")
+			err := Admit(p, "agent:v1")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
@@ -98,11 +111,11 @@ func TestMutateRefusals(t *testing.T) {
 	}
 }
 
-func TestMutateAcceptsWhatItWouldWriteItself(t *testing.T) {
+func TestAdmitAcceptsWhatItWouldWriteItself(t *testing.T) {
 	p := candidate()
 	p.Annotations = map[string]string{fencingv1.StateAnnotation: "Waiting"}
-	p.Spec.Containers[0].Env = fencingEnv("invoices", fencingv1.StandbyCold)[:1]
-	if err := mutate(p, "invoices", fencingv1.StandbyCold, "agent:v1"); err != nil {
+	p.Spec.Containers[0].Env = fencingEnv("invoices")[:1]
+	if err := Admit(p, "agent:v1"); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Spec.Containers[0].Env) != 6 {

@@ -58,7 +58,7 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	h, err := podwebhook.NewHandler(k8s, scheme, agentImage)
+	h, err := podwebhook.NewHandler(scheme, agentImage)
 	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)

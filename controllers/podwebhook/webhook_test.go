@@ -43,7 +43,7 @@ var _ = Describe("Pod admission", func() {
 		Expect(k8s.Create(ctx, p)).To(Succeed())
 
 		Expect(p.Spec.SchedulingGates).To(ConsistOf(corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate}))
-		Expect(p.Annotations).To(Equal(map[string]string{fencingv1.StateAnnotation: "Waiting", fencingv1.StandbyAnnotation: "Cold"}))
+		Expect(p.Annotations).To(Equal(map[string]string{fencingv1.StateAnnotation: "Waiting"}), "no standby: the operator decides it")
 		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 			env := map[string]corev1.EnvVar{}
 			for _, e := range c.Env {
@@ -159,19 +159,23 @@ var _ = Describe("Pod admission", func() {
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 			Expect(err.Error()).To(ContainSubstring(message))
 		},
-		Entry("a label naming no FencedLease", func(p *corev1.Pod) { p.Labels[fencingv1.LeaseLabel] = "payroll" },
-			`label fencing.fencedlease.io/lease names FencedLease "payroll", which does not exist in namespace`),
 		Entry("a pod bringing its own token", func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.TokenAnnotation: "1000"} },
-			"pods may not set annotation fencing.fencedlease.io/token: only the operator grants tokens"),
+			"pods may not set the annotation fencing.fencedlease.io/token: only the operator grants tokens"),
 		Entry("a pod bringing its own state", func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.StateAnnotation: "Holding"} },
-			`pods may not set annotation fencing.fencedlease.io/state to "Holding": only the operator moves a pod past Waiting`),
+			`pods may not set the annotation fencing.fencedlease.io/state to "Holding": only the operator moves a pod past Waiting`),
+		Entry("a pod bringing its own standby", func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.StandbyAnnotation: "Warm"} },
+			"pods may not set the annotation fencing.fencedlease.io/standby: the operator sets it from the FencedLease's spec.standby"),
+		Entry("a pod bringing its own slot", func(p *corev1.Pod) { p.Annotations = map[string]string{fencingv1.SlotAnnotation: "2"} },
+			"pods may not set the annotation fencing.fencedlease.io/slot: only the operator assigns slots"),
 		Entry("a container with its own FENCING_TOKEN", func(p *corev1.Pod) {
 			p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "FENCING_TOKEN", Value: "7"}}
-		}, `container "log" already sets FENCING_TOKEN to something else; remove it: the operator injects it`),
+		}, `container "log" sets FENCING_TOKEN: the operator injects the FENCING_* variables; remove them from the pod`),
+		Entry("a container named like the agent", func(p *corev1.Pod) { p.Spec.Containers[1].Name = fencingv1.AgentContainerName },
+			"the container name fencing-agent is the renewal agent's"),
 		Entry("a pod already bound to a node, which no gate can hold back", func(p *corev1.Pod) { p.Spec.NodeName = "node-1" },
 			"spec.nodeName is set (node-1): a pod bound to a node when it is created cannot be held back by a scheduling gate, so it could start before it is granted; remove spec.nodeName"),
 		Entry("an empty label", func(p *corev1.Pod) { p.Labels[fencingv1.LeaseLabel] = "" },
-			"label fencing.fencedlease.io/lease must name a FencedLease in this namespace"),
+			"the label fencing.fencedlease.io/lease must name a FencedLease in this namespace"),
 	)
 
 	It("changes nothing more when it sees its own work again", func() {

@@ -129,7 +129,11 @@ func renameServiceAccount(o *unstructured.Unstructured) error {
 			if !strings.HasSuffix(op, ":"+bundleServiceAccount) {
 				return fmt.Errorf("the admission parameter names %q, not the operator's service account", op)
 			}
-			return unstructured.SetNestedField(o.Object, strings.TrimSuffix(op, bundleServiceAccount)+sa, "data", "operator")
+			if err := unstructured.SetNestedField(o.Object, strings.TrimSuffix(op, bundleServiceAccount)+sa, "data", "operator"); err != nil {
+				return err
+			}
+			// The mutating admission policy injects the agent the operator is told of.
+			return unstructured.SetNestedField(o.Object, incl("fencedlease.agentImage"), "data", "agentImage")
 		}
 	}
 	return nil

@@ -105,7 +105,7 @@ func aggregateOnce() {
 // serveWebhook runs the pod and FencedLease webhooks where envtest points the shipped
 // configuration, the pod webhook reading FencedLeases as the operator does.
 func serveWebhook(o *envtest.WebhookInstallOptions) {
-	h, err := podwebhook.NewHandler(operator, testenv.Scheme(), "fencedlease:test")
+	h, err := podwebhook.NewHandler(testenv.Scheme(), "fencedlease:test")
 	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)

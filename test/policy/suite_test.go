@@ -36,6 +36,9 @@ var (
 	ctx   = context.Background()
 )
 
+// agentImage is the agent image the parameter names.
+const agentImage = "fencedlease-agent:test"
+
 func TestPolicy(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Admission policies (envtest)")
@@ -54,7 +57,7 @@ var _ = BeforeSuite(func() {
 
 	root := testenv.RepoRoot()
 	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fencedlease-system"}})).To(Succeed())
-	policies, err := policy.Objects(operator)
+	policies, err := policy.Objects(operator, agentImage)
 	Expect(err).NotTo(HaveOccurred())
 	for _, o := range policies {
 		Expect(admin.Create(ctx, o)).To(Succeed())

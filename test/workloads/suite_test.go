@@ -56,7 +56,7 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.NewWithWatch(cl.Config, client.Options{Scheme: testenv.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 
-	h, err := podwebhook.NewHandler(k8s, testenv.Scheme(), "fencedlease:test")
+	h, err := podwebhook.NewHandler(testenv.Scheme(), "fencedlease:test")
 	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
