@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,16 @@ func (r *Reconciler) letWarmCandidatesRun(ctx context.Context, fl *fencingv1.Fen
 		wrote = true
 	}
 	return wrote, nil
+}
+
+// notAwaitingW1 leaves out of cands, when fl is Warm, the pods W1 has not let run yet:
+// one that arrived after this reconcile's W1 looked is let run by the next, not granted
+// as a Cold candidate by this one.
+func notAwaitingW1(fl *fencingv1.FencedLease, cands []*corev1.Pod) []*corev1.Pod {
+	if fl.Spec.Standby != fencingv1.StandbyWarm || fl.DeletionTimestamp != nil {
+		return cands
+	}
+	return slices.DeleteFunc(cands, awaitsStandby)
 }
 
 // awaitsStandby: p is a waiting candidate no one decided the standby of yet, still gated.

@@ -33,9 +33,8 @@ var _ = Describe("Candidates admitted alike", func() {
 	})
 
 	It("W1: lets a Warm FencedLease's gated candidates run at once, in one write, and grants the oldest", func() {
-		fl := createFL(ns, "invoices", 15, fencingv1.KeepPodPolicy)
-		fl.Spec.Standby = fencingv1.StandbyWarm
-		Expect(k8s.Update(ctx, fl)).To(Succeed())
+		Expect(k8s.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
+			Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 15, Standby: fencingv1.StandbyWarm}})).To(Succeed())
 		a := createPod(ns, "a", "invoices")
 		b := createPod(ns, "b", "invoices")
 		By("each in one write: no version of b shows the gate removed without standby Warm, or the reverse")
@@ -76,9 +75,11 @@ var _ = Describe("Candidates admitted alike", func() {
 		}).WithTimeout(2 * time.Second).WithPolling(poll).Should(Succeed())
 
 		By("switching the FencedLease to Warm")
-		fl := getFL(ns, "invoices")
-		fl.Spec.Standby = fencingv1.StandbyWarm
-		Expect(k8s.Update(ctx, fl)).To(Succeed())
+		Eventually(func() error {
+			fl := getFL(ns, "invoices")
+			fl.Spec.Standby = fencingv1.StandbyWarm
+			return k8s.Update(ctx, fl)
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		Eventually(func(g Gomega) {
 			q := getPod(g, ns, "b")
 			g.Expect(q.Spec.SchedulingGates).To(BeEmpty())

@@ -92,7 +92,7 @@ func judge(w world) decision {
 	if t := d.released(); t != nil {
 		ended = t.holder.PodUID
 	}
-	waiting := grantorder.PassOver(grantorder.Candidates(w.pods, st, ended), grantorder.WithSilentNode(w.unfitNodes, d.revoked(), in.holder))
+	waiting := grantorder.PassOver(notAwaitingW1(w.fl, grantorder.Candidates(w.pods, st, ended)), grantorder.WithSilentNode(w.unfitNodes, d.revoked(), in.holder))
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
 	var next *transition
 	var adopted, counted bool

@@ -80,7 +80,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 			// The grace period counts from this process's first look at the request.
 			w.handoffSince = cmp.Or(w.held.handoffSince, w.now)
 		} else if fl.DeletionTimestamp == nil {
-			cands := s.mayGrant(grantorder.Candidates(w.pods, &fl.Status, "")) // only a pod this slot may be granted
+			cands := s.mayGrant(notAwaitingW1(fl, grantorder.Candidates(w.pods, &fl.Status, ""))) // only a pod this slot may be granted
 			if w.successor, err = r.successorOf(ctx, &w.held, w.holder, cands); err != nil {
 				return w, err
 			}

@@ -16,7 +16,7 @@ import (
 // so the workload starts only after the agent's first confirmed renewal, and a grant
 // that never renewed is a grant whose workload never ran.
 //
-// In a Warm standby (cfg.Token 0: no FENCING_TOKEN) the workload must start before any
+// In a Warm standby (cfg.Token 0: FENCING_TOKEN empty) the workload must start before any
 // grant, so the probe passes as soon as the agent runs: once it published its state in
 // stateFile (Waiting). The workload then learns of the grant from that file or the
 // agent's endpoint, never from the probe.

@@ -26,9 +26,10 @@ func Agent(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	// A Warm standby has no FENCING_TOKEN: the agent waits for its grant.
+	// A Warm standby's FENCING_TOKEN is empty (its containers started before the grant):
+	// the agent waits for its grant.
 	fromEnv := holder.Config.FromEnv
-	if _, set := os.LookupEnv(fencingv1.EnvToken); !set {
+	if os.Getenv(fencingv1.EnvToken) == "" {
 		fromEnv = holder.Config.NamesFromEnv
 	}
 	cfg, err := fromEnv(holder.Config{})

@@ -27,7 +27,7 @@ before the operator can grant anyone else. When CMD exits the grant is released 
 exits with CMD's status (128+N for a signal N); when the grant was lost, with 75.
 
 In a Cold candidate it reads the grant from the environment the operator injected. In a
-Warm standby (no FENCING_TOKEN: the pod runs before it is granted) hold waits, on a watch
+Warm standby (FENCING_TOKEN empty: the pod runs before it is granted) hold waits, on a watch
 of the Lease, until the Lease names this pod, and runs CMD the moment the grant is
 confirmed, with its token. Outside a labeled pod, name the candidate with --lease,
 --namespace and --identity: hold waits the same way.

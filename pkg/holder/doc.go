@@ -27,7 +27,7 @@
 //     from the Deadline on, even before the renewal goroutine notices a missed renewal.
 //   - Start returns within StartTimeout (its first read of the Lease) plus RenewDeadline
 //     (its first renewal), whatever the API server does.
-//   - In a Warm standby (a pod that runs before it is granted, with no FENCING_TOKEN),
+//   - In a Warm standby (a pod that runs before it is granted, its FENCING_TOKEN empty),
 //     StartWhenGranted waits on one watch of the Lease — no polling — and takes only a
 //     grant that names this pod's name and, when Config.UID is set, its UID. It returns
 //     when ctx ends, or once the grant is confirmed as Start confirms it.

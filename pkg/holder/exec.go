@@ -32,7 +32,7 @@ type ExecResult struct {
 }
 
 // Exec runs cmd while this process holds the grant cfg names, for workloads in any
-// language. With cfg.Token 0 (a Warm standby, which has no FENCING_TOKEN) it first waits
+// language. With cfg.Token 0 (a Warm standby, whose FENCING_TOKEN is empty) it first waits
 // for the grant with StartWhenGranted, so cmd starts the moment it is confirmed. It
 // confirms the grant with a first renewal, starts cmd in a process group of
 // its own with the grant in its environment (FENCING_TOKEN, FENCING_LEASE_NAME,

@@ -93,7 +93,7 @@ type Callbacks struct {
 
 // FromEnv fills the grant's names from FENCING_LEASE_NAMESPACE, FENCING_LEASE_NAME,
 // FENCING_HOLDER_IDENTITY, FENCING_HOLDER_UID and FENCING_TOKEN: the environment of a
-// Cold candidate, which starts only once granted. A Warm one has no FENCING_TOKEN: use
+// Cold candidate, which starts only once granted. A Warm one's FENCING_TOKEN is empty: use
 // NamesFromEnv and StartWhenGranted.
 func (c Config) FromEnv() (Config, error) {
 	c, err := c.NamesFromEnv()

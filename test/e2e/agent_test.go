@@ -89,3 +89,37 @@ func TestAgentBinary(t *testing.T) {
 		t.Errorf("the agent's log (JSON lines) lacks its grant:\n%s", logs.String())
 	}
 }
+
+// TestAgentInAWarmStandby runs the sidecar with the environment admission gives every
+// candidate, in a pod that started before its grant: FENCING_TOKEN is there, and empty.
+// The agent waits for the grant and confirms it, as it does for a pod with no such
+// variable at all.
+func TestAgentInAWarmStandby(t *testing.T) {
+	env, cfg, c := testenv.StartT(t)
+	const ns = "warm-sidecar"
+	pods := candidatesOf(t, c, cfg, ns, fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 30, Standby: fencingv1.StandbyWarm},
+		testenv.WarmCandidatePod)
+	dir := t.TempDir()
+	bin := testenv.BuildAgent(t, dir)
+	state := filepath.Join(dir, "state")
+	cmd := exec.Command(bin, "agent", "--state-file="+state, "--state-address=")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.WriteKubeconfig(t, env, testenv.ShellAdmin, dir), "FENCING_TOKEN=", "FENCING_SLOT=",
+		"FENCING_LEASE_NAME=invoices", "FENCING_LEASE_NAMESPACE="+ns, "FENCING_HOLDER_IDENTITY=a", "FENCING_HOLDER_UID="+string(pods["a"].UID))
+	var logs testenv.LockedBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	var view struct {
+		State string `json:"state"`
+		Token int64  `json:"token"`
+	}
+	testenv.WaitFor(t, 15*time.Second, "the agent to confirm a's grant: state Holding, token 1", func() bool {
+		raw, err := os.ReadFile(state)
+		return err == nil && json.Unmarshal(raw, &view) == nil && view.State == "Holding" && view.Token == 1
+	})
+	if strings.Contains(logs.String(), "is not a granted token") {
+		t.Fatalf("the agent read the empty FENCING_TOKEN as a token:\n%s", logs.String())
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestHoldInAWarmStandby runs `hold -- CMD` with the environment the webhook gives a Warm
-// standby (names and UID, no FENCING_TOKEN): hold waits for the grant on a watch, and
+// standby (names and UID, FENCING_TOKEN empty): hold waits for the grant on a watch, and
 // CMD runs the moment the grant is confirmed, with its token; when the holder's command
 // ends, the standby's starts at once.
 func TestHoldInAWarmStandby(t *testing.T) {
