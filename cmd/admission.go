@@ -12,8 +12,10 @@ import (
 )
 
 // admissionChecker reports, from the start, whether the admission policies are in place
-// and name this operator; its events are about the operator's own pod when it knows it.
-func admissionChecker(mgr ctrl.Manager, m *admissioncheck.Metrics) (*admissioncheck.Checker, error) {
+// and name this operator, and what admits candidate pods (the candidate policy with
+// agentImage, or the pod webhook of MutatingWebhookConfiguration podWebhook when it is
+// served); its events are about the operator's own pod when it knows it.
+func admissionChecker(mgr ctrl.Manager, m *admissioncheck.Metrics, agentImage, podWebhook string) (*admissioncheck.Checker, error) {
 	var regarding runtime.Object
 	if name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"); name != "" && ns != "" {
 		p := &corev1.Pod{}
@@ -26,9 +28,11 @@ func admissionChecker(mgr ctrl.Manager, m *admissioncheck.Metrics) (*admissionch
 		return nil, err
 	}
 	return &admissioncheck.Checker{
-		Client:    uncached,
-		Recorder:  mgr.GetEventRecorder("fencedlease-admission-check"),
-		Regarding: regarding,
-		Metrics:   m,
+		Client:               uncached,
+		Recorder:             mgr.GetEventRecorder("fencedlease-admission-check"),
+		Regarding:            regarding,
+		Metrics:              m,
+		AgentImage:           agentImage,
+		WebhookConfiguration: podWebhook,
 	}, nil
 }

@@ -27,6 +27,9 @@ type work struct {
 	metrics      *fencedlease.Metrics
 	checkMetrics *admissioncheck.Metrics
 	concurrency  int
+	// agentImage and podWebhook ("" when the pod webhook is not served) are what the
+	// admission check compares the installed admission with.
+	agentImage, podWebhook string
 }
 
 func (w work) setup(mgr ctrl.Manager, o fencedlease.Options) error {
@@ -37,7 +40,7 @@ func (w work) setup(mgr ctrl.Manager, o fencedlease.Options) error {
 	if _, err := fencedlease.Setup(mgr, o); err != nil {
 		return err
 	}
-	checker, err := admissionChecker(mgr, w.checkMetrics)
+	checker, err := admissionChecker(mgr, w.checkMetrics, w.agentImage, w.podWebhook)
 	if err != nil {
 		return err
 	}

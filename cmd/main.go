@@ -132,6 +132,10 @@ func runManager() error {
 		metrics:      fencedlease.NewMetrics(metrics.Registry),
 		checkMetrics: admissioncheck.NewMetrics(metrics.Registry),
 		concurrency:  o.concurrency,
+		agentImage:   o.webhook.agentImage,
+	}
+	if o.webhook.enabled {
+		w.podWebhook = o.webhook.configuration
 	}
 	if o.leader.enabled {
 		campaign, err := newCampaign(cfg, scheme, o, w)

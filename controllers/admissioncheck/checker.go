@@ -1,10 +1,12 @@
 package admissioncheck
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +18,8 @@ import (
 )
 
 // Policies are the shipped ValidatingAdmissionPolicies the operator relies on, each
-// bound by a binding of the same name (config/policy).
+// bound by a binding of the same name (config/policy). Candidate admission, by the
+// MutatingAdmissionPolicy CandidatePolicy or the pod webhook, is checked besides.
 var Policies = []string{
 	"fencedlease-holder-label",
 	"fencedlease-holder-lease",
@@ -24,6 +27,7 @@ var Policies = []string{
 	"fencedlease-pod",
 	"fencedlease-status",
 	"fencedlease-revoke-request",
+	CandidateCheck,
 }
 
 // OperatorParamKey is the key of the policies' parameter ConfigMap that names the
@@ -42,6 +46,12 @@ type Checker struct {
 	Regarding runtime.Object
 	Metrics   *Metrics
 	Interval  time.Duration
+	// AgentImage is the agent image this operator was given; the candidate policy's
+	// parameter must name the same ("": not compared).
+	AgentImage string
+	// WebhookConfiguration names the MutatingWebhookConfiguration of the pod webhook,
+	// which admits candidates where CandidatePolicy is not in place ("": none).
+	WebhookConfiguration string
 
 	reported map[string]string // policy → problem last reported, to report a change once
 }
@@ -74,26 +84,37 @@ func (c *Checker) Check(ctx context.Context) map[string]string {
 		} else {
 			p = c.problem(ctx, name, me)
 		}
-		c.Metrics.set(name, p == "")
+		c.report(log, name, p, "")
 		if p != "" {
 			problems[name] = p
 		}
-		if last, seen := c.reported[name]; seen && last == p {
-			continue
-		}
-		if c.reported == nil {
-			c.reported = map[string]string{}
-		}
-		c.reported[name] = p
-		if p == "" {
-			log.Info("admission policy in place", "policy", name)
-			continue
-		}
-		log.Error(nil, "admission policy NOT in place: ordinary users can break the grant guarantees, or the operator is denied its own writes; install config/policy (it is in dist/install.yaml)",
-			"policy", name, "problem", p)
-		c.event(name, p)
+	}
+	by, p := c.candidateAdmission(ctx)
+	c.report(log, CandidatePolicy, p, by)
+	if p != "" {
+		problems[CandidatePolicy] = p
 	}
 	return problems
+}
+
+// report sets policy's gauge, and logs (with an event when wrong) what changed since the
+// last report: problem, or by what it is in place ("" for the policy itself).
+func (c *Checker) report(log logr.Logger, policy, problem, by string) {
+	c.Metrics.set(policy, problem == "")
+	if last, seen := c.reported[policy]; seen && last == problem+by {
+		return
+	}
+	if c.reported == nil {
+		c.reported = map[string]string{}
+	}
+	c.reported[policy] = problem + by
+	if problem == "" {
+		log.Info("admission policy in place", "policy", policy, "by", cmp.Or(by, policy))
+		return
+	}
+	log.Error(nil, "admission policy NOT in place: ordinary users can break the grant guarantees, or the operator is denied its own writes, or candidate pods are refused; install config/policy (it is in dist/install.yaml)",
+		"policy", policy, "problem", problem)
+	c.event(policy, problem)
 }
 
 // problem says what is wrong with policy name, or "".
@@ -107,6 +128,9 @@ func (c *Checker) problem(ctx context.Context, name, me string) string {
 	}
 	if b.Spec.PolicyName != name {
 		return fmt.Sprintf("ValidatingAdmissionPolicyBinding %s binds policy %q, not %q", name, b.Spec.PolicyName, name)
+	}
+	if name == CandidateCheck {
+		return "" // it exempts no one, so it takes no parameter
 	}
 	ref := b.Spec.ParamRef
 	if ref == nil || ref.Name == "" {

@@ -19,14 +19,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-const me = "system:serviceaccount:ops:fencedlease"
+const (
+	me         = "system:serviceaccount:ops:fencedlease"
+	agentImage = "fencedlease-agent:v1"
+)
 
 // installed is every policy in place, bound, with a parameter naming me.
 func installed() []client.Object {
 	objs := []client.Object{&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "params"},
-		Data:       map[string]string{OperatorParamKey: me},
-	}}
+		Data:       map[string]string{OperatorParamKey: me, AgentImageParamKey: agentImage},
+	},
+		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: CandidatePolicy}},
+		&admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: CandidatePolicy},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: CandidatePolicy,
+				ParamRef: &admissionregistrationv1.ParamRef{Namespace: "ops", Name: "params"}}},
+	}
 	for _, name := range Policies {
 		objs = append(objs,
 			&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}},
@@ -52,7 +60,7 @@ func newChecker(t *testing.T, objs []client.Object) (*Checker, *events.FakeRecor
 	}).Build()
 	rec := events.NewFakeRecorder(10)
 	reg := prometheus.NewRegistry()
-	return &Checker{Client: c, Recorder: rec, Metrics: NewMetrics(reg)}, rec, reg
+	return &Checker{Client: c, Recorder: rec, Metrics: NewMetrics(reg), AgentImage: agentImage, WebhookConfiguration: "hooks"}, rec, reg
 }
 
 func TestAllInPlace(t *testing.T) {
@@ -63,8 +71,8 @@ func TestAllInPlace(t *testing.T) {
 	if n := testutil.ToFloat64(c.Metrics.ready.WithLabelValues("fencedlease-pod")); n != 1 {
 		t.Fatalf("gauge %v, want 1", n)
 	}
-	if got, _ := testutil.GatherAndCount(reg, "fencedlease_admission_policy_ready"); got != len(Policies) {
-		t.Fatalf("%d series, want one per policy", got)
+	if got, _ := testutil.GatherAndCount(reg, "fencedlease_admission_policy_ready"); got != len(Policies)+1 {
+		t.Fatalf("%d series, want one per policy and one for candidate admission", got)
 	}
 	if len(rec.Events) != 0 {
 		t.Fatalf("an event with nothing wrong: %s", <-rec.Events)
@@ -107,13 +115,17 @@ func TestEachProblemIsReportedOnce(t *testing.T) {
 			`ValidatingAdmissionPolicyBinding fencedlease-pod: validatingadmissionpolicybindings.admissionregistration.k8s.io "fencedlease-pod" not found`},
 		"binding of another policy": {withBinding(func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) { b.Spec.PolicyName = "x" }), 1,
 			`ValidatingAdmissionPolicyBinding fencedlease-pod binds policy "x", not "fencedlease-pod"`},
+		"candidate policy missing, no pod webhook": {without("mutatingadmissionpolicy", CandidatePolicy), 1,
+			"and no pod webhook admits them: every labeled pod is refused (fencedlease-candidate-check)"},
+		"candidate policy naming another agent image": {withParam(func(cm *corev1.ConfigMap) { cm.Data[AgentImageParamKey] = "agent:old" }), 1,
+			`names the agent image "agent:old", but this operator was given "fencedlease-agent:v1"`},
 		"binding without parameter": {withBinding(func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) { b.Spec.ParamRef = nil }), 1,
 			"names no parameter object"},
-		"parameter missing": {without("configmap", "params"), len(Policies),
+		"parameter missing": {without("configmap", "params"), len(Policies) - 1 + 1,
 			`parameter ConfigMap ops/params of binding fencedlease-holder-lease: configmaps "params" not found`},
 		"parameter naming another operator": {withParam(func(cm *corev1.ConfigMap) {
 			cm.Data[OperatorParamKey] = "system:serviceaccount:fencedlease-system:fencedlease-controller-manager"
-		}), len(Policies), `names the operator "system:serviceaccount:fencedlease-system:fencedlease-controller-manager", but this operator runs as "system:serviceaccount:ops:fencedlease": the policies will deny its own writes`},
+		}), len(Policies) - 1, `names the operator "system:serviceaccount:fencedlease-system:fencedlease-controller-manager", but this operator runs as "system:serviceaccount:ops:fencedlease": the policies will deny its own writes`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, rec, _ := newChecker(t, tc.objs)
@@ -151,8 +163,39 @@ func typeName(o client.Object) string {
 		return "ValidatingAdmissionPolicy"
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 		return "ValidatingAdmissionPolicyBinding"
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		return "MutatingAdmissionPolicy"
 	case *corev1.ConfigMap:
 		return "ConfigMap"
 	}
 	return ""
+}
+
+// Where the cluster has no candidate policy (older than 1.36), the pod webhook admits
+// candidates: nothing is wrong, and the log says which admission is in place.
+func TestThePodWebhookAdmitsCandidatesWithoutThePolicy(t *testing.T) {
+	var objs []client.Object
+	for _, o := range installed() {
+		if o.GetName() != CandidatePolicy {
+			objs = append(objs, o)
+		}
+	}
+	objs = append(objs, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hooks"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "pods.fencing.fencedlease.io", Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{Resources: []string{"pods"}},
+		}}}}})
+	c, rec, _ := newChecker(t, objs)
+	if problems := c.Check(context.Background()); len(problems) != 0 {
+		t.Fatalf("problems %v", problems)
+	}
+	if n := testutil.ToFloat64(c.Metrics.ready.WithLabelValues(CandidatePolicy)); n != 1 {
+		t.Fatalf("gauge %v, want 1", n)
+	}
+	if len(rec.Events) != 0 {
+		t.Fatalf("an event with nothing wrong: %s", <-rec.Events)
+	}
+	if by, _ := c.candidateAdmission(context.Background()); by != "the pod webhook of MutatingWebhookConfiguration hooks" {
+		t.Fatalf("admitted by %q", by)
+	}
 }

@@ -56,6 +56,9 @@ func render(o *unstructured.Unstructured) (string, string, error) {
 		cond = ".Values.metrics.enabled"
 	case kind == "Issuer" || kind == "Certificate":
 		cond = ".Values.certManager.enabled"
+	case kind == "MutatingAdmissionPolicy" || kind == "MutatingAdmissionPolicyBinding":
+		// Kubernetes 1.36 and newer; before, the pod webhook admits candidates alone.
+		cond = `.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/` + kind + `"`
 	case kind == "ServiceMonitor":
 		cond = "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled"
 	case kind == "PrometheusRule":

@@ -115,7 +115,7 @@ func (w *world) createFL(name string, duration int32, mutate ...func(*fencingv1.
 	Expect(w.editor.Create(ctx, fl)).To(Succeed())
 }
 
-// createPod creates a candidate as the editor would; the webhook gates it.
+// createPod creates a candidate as the editor would; admission gates it.
 func (w *world) createPod(name, lease string) *corev1.Pod {
 	GinkgoHelper()
 	p := newPod(w.ns, name, lease)

@@ -48,10 +48,10 @@ var _ = Describe("Slots (issue 49): who may move a pod or a Lease between slots"
 			expectDenied(update(c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "z"}},
 				func(p *corev1.Pod) { p.Annotations[fencingv1.SlotAnnotation] = "1" }), slotAnnotationFixed)
 		}
-		By("a candidate created with a slot of its own is refused by the webhook")
+		By("a candidate created with a slot of its own is refused by admission")
 		forged := newPod(w.ns, "forged", "shards")
 		forged.Annotations = map[string]string{fencingv1.SlotAnnotation: "0"}
-		expectDenied(w.editor.Create(ctx, forged), "pods may not set annotation fencing.fencedlease.io/slot")
+		expectDenied(w.editor.Create(ctx, forged), "pods may not set the annotation fencing.fencedlease.io/slot")
 		forged = newPod(w.ns, "forged", "shards")
 		forged.Labels[fencingv1.SlotLabel] = "0"
 		expectDenied(w.editor.Create(ctx, forged), "pods may not carry the label fencing.fencedlease.io/slot")

@@ -1,17 +1,19 @@
 // Package authority tests that nobody but the operator can forge, steal or silently lose
 // a grant: the operator runs as its shipped service account, with the install bundle's
-// RBAC, admission policies and pod webhook, while specs act as users with the built-in
-// edit and admin roles, as cluster admins, and as pods.
+// RBAC and admission policies — candidates admitted by the API server alone, no pod
+// webhook — while specs act as users with the built-in edit and admin roles, as cluster
+// admins, and as pods.
 package authority
 
 import (
 	"context"
-	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	webhookconfig "github.com/fencedlease/fencedlease/config/webhook"
 	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 	"github.com/fencedlease/fencedlease/test/testenv"
@@ -46,14 +49,21 @@ const (
 
 func TestAuthority(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Authority: operator, policies and webhook as shipped (envtest)")
+	RunSpecs(t, "Authority: operator and policies as shipped, no pod webhook (envtest)")
 }
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	env, err := testenv.New()
 	Expect(err).NotTo(HaveOccurred())
-	env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "webhook")}}
+	// The FencedLease webhook only: candidates are the policies' alone.
+	hooks, err := webhookconfig.Configuration()
+	Expect(err).NotTo(HaveOccurred())
+	hooks.Webhooks = slices.DeleteFunc(hooks.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
+		return w.ClientConfig.Service != nil && w.ClientConfig.Service.Path != nil && *w.ClientConfig.Service.Path == podwebhook.Path
+	})
+	Expect(hooks.Webhooks).To(HaveLen(1))
+	env.WebhookInstallOptions = envtest.WebhookInstallOptions{MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{hooks}}
 	cfg, err = env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
@@ -62,7 +72,7 @@ var _ = BeforeSuite(func() {
 	operator, err = client.New(testenv.AsOperator(cfg), client.Options{Scheme: testenv.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 
-	By("installing the bundle as shipped: RBAC, the policies and their parameter (envtest serves the webhook itself)")
+	By("installing the bundle as shipped: RBAC, the policies and their parameter (envtest serves the FencedLease webhook itself)")
 	Expect(testenv.InstallBundle(ctx, k8s, "CustomResourceDefinition", "Deployment", "Service", "Secret", "MutatingWebhookConfiguration")).To(Succeed())
 	aggregateClusterRoles()
 	serveWebhook(&env.WebhookInstallOptions)
@@ -102,15 +112,12 @@ func aggregateOnce() {
 	}
 }
 
-// serveWebhook runs the pod and FencedLease webhooks where envtest points the shipped
-// configuration, the pod webhook reading FencedLeases as the operator does.
+// serveWebhook runs the FencedLease webhook where envtest points the shipped configuration.
 func serveWebhook(o *envtest.WebhookInstallOptions) {
-	h, err := podwebhook.NewHandler(testenv.Scheme(), "fencedlease:test")
-	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
-	_, err = testenv.ServeWebhook(srvCtx, o, map[string]*webhook.Admission{
-		podwebhook.Path: {Handler: h}, finalizerwebhook.Path: {Handler: finalizerwebhook.Handler{}},
+	_, err := testenv.ServeWebhook(srvCtx, o, map[string]*webhook.Admission{
+		finalizerwebhook.Path: {Handler: finalizerwebhook.Handler{}},
 	})
 	Expect(err).NotTo(HaveOccurred())
 }

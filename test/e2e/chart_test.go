@@ -62,7 +62,8 @@ func TestHelmChart(t *testing.T) {
 		want, absent                    []string // kinds
 	}{
 		{name: "defaults", namespace: "fencedlease-system", serviceAccount: "fencedlease-controller-manager",
-			want:   []string{"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "Service"},
+			want: []string{"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+				"MutatingAdmissionPolicy", "Service"},
 			absent: kindsWithoutCRDs},
 		{name: "everything changed", namespace: "ops", serviceAccount: "fl-op",
 			set: []string{"serviceAccount.name=fl-op", "replicas=1", "certManager.enabled=true", "metrics.serviceMonitor.enabled=true",
@@ -72,7 +73,10 @@ func TestHelmChart(t *testing.T) {
 			absent: []string{"PodDisruptionBudget"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"template", "fencedlease", "charts/fencedlease", "-n", tc.namespace, "--include-crds", "--kube-version", "1.37.2"}
+			// helm install learns the API of the cluster; helm template is told it.
+			args := []string{"template", "fencedlease", "charts/fencedlease", "-n", tc.namespace, "--include-crds", "--kube-version", "1.37.2",
+				"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
+				"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding"}
 			for _, s := range tc.set {
 				args = append(args, "--set", s)
 			}
@@ -114,7 +118,7 @@ func TestHelmChart(t *testing.T) {
 
 			// The policies for real, then the operator's start-up check as the chart's account.
 			for _, o := range objs {
-				if k := o.GetKind(); strings.HasPrefix(k, "ValidatingAdmissionPolicy") || k == "ConfigMap" {
+				if k := o.GetKind(); strings.HasPrefix(k, "ValidatingAdmissionPolicy") || strings.HasPrefix(k, "MutatingAdmissionPolicy") || k == "ConfigMap" {
 					if err := c.Create(ctx, o.DeepCopy()); err != nil {
 						t.Fatalf("%s %s: %v", k, o.GetName(), err)
 					}
@@ -126,12 +130,34 @@ func TestHelmChart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			check := &admissioncheck.Checker{Client: operator, Recorder: events.NewFakeRecorder(16)}
+			// The candidate policy injects the agent image the chart gives the operator.
+			check := &admissioncheck.Checker{Client: operator, Recorder: events.NewFakeRecorder(16), AgentImage: agentImageOf(t, objs)}
 			if problems := check.Check(ctx); len(problems) != 0 {
 				t.Errorf("the chart's policies do not name its operator: %v", problems)
 			}
 		})
 	}
+}
+
+// agentImageOf is the AGENT_IMAGE the rendered Deployment gives the operator.
+func agentImageOf(t *testing.T, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			env, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
+			for _, e := range env {
+				if e := e.(map[string]any); e["name"] == "AGENT_IMAGE" {
+					return e["value"].(string)
+				}
+			}
+		}
+	}
+	t.Fatal("no AGENT_IMAGE in the rendered Deployment")
+	return ""
 }
 
 // checkObject checks that the values reached the object: the release namespace and the

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	webhookconfig "github.com/fencedlease/fencedlease/config/webhook"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 )
 
@@ -230,5 +232,44 @@ var _ = Describe("A labeled pod no admission mutated", Serial, func() {
 			g.Expect(err).To(MatchError(ContainSubstring("the pod carries the label fencing.fencedlease.io/lease but was not admitted as a candidate")))
 			g.Expect(err).To(MatchError(ContainSubstring("the MutatingAdmissionPolicy fencedlease-candidate (or, before Kubernetes 1.36, the pod webhook) must be installed")))
 		}).WithTimeout(20 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	})
+})
+
+// The pod webhook as shipped, with no operator behind it: it fails open, and the
+// mutating policy admits the pod (issue 59: an operator outage never blocks a pod).
+// Serial: the webhook configuration is the whole API server's.
+var _ = Describe("Candidates while the operator cannot answer its pod webhook", Serial, func() {
+	It("are admitted by the API server alone, gated", func() {
+		ns := newNamespace()
+		hook, err := webhookconfig.Configuration()
+		Expect(err).NotTo(HaveOccurred())
+		hook.Name = "fencedlease-unanswered"
+		By("first failing closed, as it did before: the API server calls it, and cannot reach it")
+		shipped := *hook.Webhooks[0].FailurePolicy
+		Expect(shipped).To(Equal(admissionregistrationv1.Ignore))
+		hook.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Fail)
+		Expect(admin.Create(ctx, hook)).To(Succeed())
+		DeferCleanup(func() { Expect(admin.Delete(ctx, hook)).To(Succeed()) })
+		Eventually(func() error {
+			p := candidatePod(ns, "", nil)
+			p.GenerateName = "closed-"
+			return admin.Create(ctx, p)
+		}).WithTimeout(20 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchError(ContainSubstring("failed calling webhook")))
+		By("then as shipped, failing open")
+		hook.Webhooks[0].FailurePolicy = ptr.To(shipped)
+		Expect(admin.Update(ctx, hook)).To(Succeed())
+		Eventually(func() error {
+			p := candidatePod(ns, "", nil)
+			p.GenerateName = "open-"
+			return admin.Create(ctx, p)
+		}).WithTimeout(20 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		for i := range 3 {
+			sent := candidatePod(ns, fmt.Sprintf("p%d", i), nil)
+			got := sent.DeepCopy()
+			start := time.Now()
+			Expect(admin.Create(ctx, got)).To(Succeed())
+			GinkgoWriter.Printf("created in %v with the webhook unanswered\n", time.Since(start))
+			expectAdmittedAsTheWebhookWould(sent, got)
+		}
 	})
 })
