@@ -4,9 +4,9 @@
 //  1. every FencedLease, while the operator still runs: it revokes each holder (with
 //     DeletePod, deletes its pod) and then lets the FencedLease go. The Leases stay, as the
 //     tombstones that keep tokens rising if fencedlease is installed again.
-//  2. the rest of the bundle but the CRD: the pod webhook first (it fails closed, so with
-//     no operator behind it no labeled pod could be created), the operator, its RBAC, the
-//     admission policies, its namespace.
+//  2. the rest of the bundle but the CRD: the pod webhook first (with no operator behind
+//     it every call would wait out its timeout), the operator, its RBAC, the admission
+//     policies, its namespace.
 //  3. the CRD.
 //
 // Deleting the namespace or the CRD first instead would stop the operator while

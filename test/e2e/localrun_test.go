@@ -132,9 +132,11 @@ func TestLocalRun(t *testing.T) {
 		t.Fatalf("sample pod not granted token 1: %v\nstatus: %v\n%s", err, fl.Object["status"], stderr.String())
 	}
 
-	// The operator checked at start that its policies are installed and name it.
-	if out := stderr.String(); strings.Count(out, "admission policy in place") != len(admissioncheck.Policies) || strings.Contains(out, "NOT in place") {
-		t.Errorf("the start-up check did not find the %d policies in place:\n%s", len(admissioncheck.Policies), out)
+	// The operator checked at start that its policies are installed and name it, and that
+	// the mutating policy admits candidates.
+	if out := stderr.String(); strings.Count(out, "admission policy in place") != len(admissioncheck.Policies)+1 || strings.Contains(out, "NOT in place") ||
+		!strings.Contains(out, `"by":"MutatingAdmissionPolicy fencedlease-candidate"`) {
+		t.Errorf("the start-up check did not find the %d policies and candidate admission in place:\n%s", len(admissioncheck.Policies), out)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {

@@ -85,7 +85,7 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A grant through the webhook, and a pod the webhook refuses (its FencedLease is missing).
+	// A grant through the webhook, and a pod the webhook refuses (it brings its own token).
 	fl := &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "invoices"}}
 	testenv.WaitFor(t, 60*time.Second, "the CRD", func() bool { return c.Create(ctx, fl) == nil })
 	// A FencedLease with slots: the only kind with fencedlease_slots series.
@@ -96,10 +96,10 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p1", Labels: map[string]string{fencingv1.LeaseLabel: "invoices"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work"}}}}
 	testenv.WaitFor(t, 60*time.Second, "the webhook to admit a pod", func() bool { return c.Create(ctx, pod.DeepCopy()) == nil })
-	orphan := pod.DeepCopy()
-	orphan.Name, orphan.Labels[fencingv1.LeaseLabel] = "p2", "missing"
-	if err := c.Create(ctx, orphan); err == nil || !strings.Contains(err.Error(), "missing") {
-		t.Fatalf("the webhook admitted a pod naming a missing FencedLease: %v", err)
+	forged := pod.DeepCopy()
+	forged.Name, forged.Annotations = "p2", map[string]string{fencingv1.TokenAnnotation: "9"}
+	if err := c.Create(ctx, forged); err == nil || !strings.Contains(err.Error(), "only the operator grants tokens") {
+		t.Fatalf("the webhook admitted a pod bringing its own token: %v", err)
 	}
 	testenv.WaitFor(t, 60*time.Second, "p1 to be granted", func() bool {
 		return c.Get(ctx, client.ObjectKeyFromObject(pod), pod) == nil && pod.Annotations[fencingv1.TokenAnnotation] == "1"

@@ -67,6 +67,11 @@ func expectAdmittedAsTheWebhookWould(sent, got *corev1.Pod) {
 	}
 	compare(got.Spec.InitContainers, want.Spec.InitContainers)
 	compare(got.Spec.Containers, want.Spec.Containers)
+	// Where both are installed the webhook sees the policy's pod: it must take it as its
+	// own work, refusing and changing nothing.
+	again := got.DeepCopy()
+	Expect(podwebhook.Admit(again, agentImage)).To(Succeed(), "the webhook after the policy")
+	Expect(again).To(Equal(got), "the webhook after the policy changed the pod")
 }
 
 var _ = Describe("Candidate admission by the API server alone (issue 59, item 1)", func() {

@@ -142,12 +142,21 @@ func testWarmHold(t *testing.T) {
 		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 4, StartupDeadlineSeconds: 60, Standby: fencingv1.StandbyWarm}}))
 	grants, err := testenvWatch(ns)
 	must(t, err)
+	var created time.Time
 	for _, name := range []string{"warm-1", "warm-2"} {
+		created = time.Now()
 		must(t, rc.Client.Create(ctx, workloadPod(ns, name, lease, holdContainer("held"), corev1.Container{Name: "watch", Command: []string{"/workload"}})))
 		time.Sleep(50 * time.Millisecond) // warm-1 is the older
 	}
+	// Admitted gated like any candidate, let run by the operator (W1).
+	if err := poll(30*time.Second, func() bool { p := getPodOrNil(ns, "warm-2"); return p != nil && len(p.Spec.SchedulingGates) == 0 }); err != nil {
+		t.Fatalf("the operator did not let warm-2 run:\n%s", clusterState(ns))
+	}
+	letRun := time.Since(created)
 	reportedAt(t, ns, "warm-1", "held", "env=1 file=1", 90*time.Second)
-	reportedAt(t, ns, "warm-2", "watch", "env= file=", 90*time.Second) // running, waiting
+	running := reportedAt(t, ns, "warm-2", "watch", "env= file=", 90*time.Second) // running, waiting
+	measured("Warm standby: pod created → gate removed by the operator", "%v (polled)", letRun.Round(10*time.Millisecond))
+	measured("Warm standby: pod created → its workload running, waiting", "%v", running.Sub(created).Round(10*time.Millisecond))
 	if out, err := runProgram(program("kubectl-fencedlease"), "revoke", lease, "-n", ns, "--kubeconfig", rc.Kubeconfig); err != nil {
 		t.Fatalf("kubectl fencedlease revoke: %v\n%s", err, out)
 	}

@@ -73,7 +73,7 @@ func testCutOffFromAPIServer(t *testing.T) {
 			}
 			reportedAt(t, ns, "writer-1", "work", "wrote token 1", 90*time.Second)
 			renewals := followRenewals(ns, lease, "writer-1")
-			must(t, rc.CutFromAPIServer(getPod(t, ns, "writer-1"), "work"))
+			must(t, rc.CutFromAPIServer(startedPod(t, ns, "writer-1", "work"), "work"))
 			cut := time.Now()
 			// When writer-1's work stopped: hold stopped its command; behind the agent or
 			// pkg/holder, the workload's check before a write found the grant gone. Read

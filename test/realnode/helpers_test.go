@@ -84,6 +84,27 @@ func waitForLog(t *testing.T, ns, pod, container, want string, timeout time.Dura
 	return seen
 }
 
+// startedPod is pod name once its status names container running: a container's log can
+// show it at work before the kubelet's next status update says it runs.
+func startedPod(t *testing.T, ns, name, container string) *corev1.Pod {
+	t.Helper()
+	var p *corev1.Pod
+	if err := poll(30*time.Second, func() bool {
+		if p = getPodOrNil(ns, name); p == nil {
+			return false
+		}
+		for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if s.Name == container && s.State.Running != nil && s.ContainerID != "" {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("pod %s/%s: the kubelet never reported container %s running:\n%s", ns, name, container, clusterState(ns))
+	}
+	return p
+}
+
 // poll checks cond every 100 ms until it holds or timeout passes.
 func poll(timeout time.Duration, cond func() bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

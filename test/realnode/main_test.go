@@ -192,6 +192,7 @@ func TestRealNodes(t *testing.T) {
 	t.Run("Warm standby on the lost node", testWarmStandbyOnLostNode)
 	t.Run("a Warm holder's machine dies with its standby", testMachineDiesWithItsStandby)
 	t.Run("kubectl drain of the holder's node", testDrain)
+	t.Run("candidates while the operator is scaled to zero", testCandidatesWithoutTheOperator)
 	t.Run("upgrade from the previous release, and back", testUpgrade)
 	t.Run("chaos", testChaos)
 	t.Run("helm chart", testHelmChart)

@@ -53,7 +53,7 @@ func nodeLost(t *testing.T, ns string, dies bool) {
 		must(t, rc.KillNode(lost))
 		back = func() error { return rc.StartNode(lost) }
 	} else {
-		must(t, rc.CutFromAPIServer(getPod(t, ns, "writer-1"), "work"))
+		must(t, rc.CutFromAPIServer(startedPod(t, ns, "writer-1", "work"), "work"))
 		must(t, rc.StopKubelet(lost))
 	}
 	cut := time.Now()
@@ -152,7 +152,7 @@ func testWarmStandbyOnLostNode(t *testing.T) {
 	warmTrio(t, ns, lease, healthy, lost, healthy)
 	renewals := followRenewals(ns, lease, "holder")
 	for _, name := range []string{"holder", "standby-old"} {
-		must(t, rc.CutFromAPIServer(getPod(t, ns, name), "work"))
+		must(t, rc.CutFromAPIServer(startedPod(t, ns, name, "work"), "work"))
 	}
 	must(t, rc.StopKubelet(lost))
 	kubeletDown := true

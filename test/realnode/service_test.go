@@ -71,7 +71,7 @@ func testWarmService(t *testing.T) {
 			t.Fatalf("the Service answered %q, not the holder %s", got, first)
 		}
 	}
-	must(t, rc.Freeze(getPod(t, ns, first), "server"))
+	must(t, rc.Freeze(startedPod(t, ns, first, "server"), "server"))
 	frozen := time.Now()
 	renewed := lastRenewal(t, ns, lease)
 	t.Cleanup(func() {

@@ -81,6 +81,14 @@ func testUpgrade(t *testing.T) {
 	must(t, rc.Client.Delete(ctx, getPod(t, ns, "a")))
 	reportedAt(t, ns, "b", "work", "env=2 file=2", 90*time.Second)
 
+	// The rollback as docs/operations.md says: the admission objects the previous release
+	// lacks deleted first (kubectl apply leaves them).
+	for _, kinds := range [][]string{{"mutatingadmissionpolicybinding,mutatingadmissionpolicy", "fencedlease-candidate"},
+		{"validatingadmissionpolicybinding,validatingadmissionpolicy", "fencedlease-candidate-check"}} {
+		if out, err := kubectl("delete", kinds[0], kinds[1]); err != nil {
+			t.Fatalf("kubectl delete %s %s: %v\n%s", kinds[0], kinds[1], err, out)
+		}
+	}
 	rolledBack := install(previous, previousTag)
 	time.Sleep(2 * leaseSeconds * time.Second)
 	holds("after the rollback", "b", 2, 0)

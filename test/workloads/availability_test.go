@@ -16,8 +16,9 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// The operator's own Deployment as dist/install.yaml ships it, on the kwok nodes: the pod
-// webhook fails closed, so a drain must never leave it without a replica.
+// The operator's own Deployment as dist/install.yaml ships it, on the kwok nodes: while no
+// replica leads nothing is granted or revoked (and before Kubernetes 1.36 no candidate is
+// admitted), so a drain must never leave it without a replica.
 var _ = Describe("Operator availability (issue 11)", func() {
 	It("runs the two replicas on two nodes, and a drain evicts one of them but never the last", func() {
 		objs, err := testenv.BundleObjects()
