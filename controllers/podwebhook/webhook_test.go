@@ -7,12 +7,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
 func pod(ns, name string, labels, annotations map[string]string) *corev1.Pod {
@@ -88,32 +87,8 @@ var _ = Describe("Pod admission", func() {
 	})
 
 	It("admits the agent where the restricted Pod Security profile is enforced, under a ResourceQuota", func() {
-		nsObj := &corev1.Namespace{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
-		nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
-		Expect(k8s.Update(ctx, nsObj)).To(Succeed())
-		quota := corev1.ResourceList{}
-		for _, r := range []corev1.ResourceName{"requests.cpu", "requests.memory", "limits.cpu", "limits.memory"} {
-			quota[r] = resource.MustParse("8")
-		}
-		Expect(k8s.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
-			Spec: corev1.ResourceQuotaSpec{Hard: quota}})).To(Succeed())
-		restricted := &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
-			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		}
-		sized := corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-		}
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "compliant",
-				Labels:      map[string]string{fencingv1.LeaseLabel: "invoices"},
-				Annotations: map[string]string{fencingv1.AgentAnnotation: "true"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work",
-				SecurityContext: restricted, Resources: sized}}},
-		}
+		Expect(testenv.Restrict(ctx, k8s, ns)).To(Succeed())
+		p := testenv.RestrictedAgentPod(ns, "compliant", "invoices")
 		// The quota and the namespace label take effect asynchronously in the API server.
 		Eventually(func() error { return k8s.Create(ctx, p.DeepCopy()) }).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 

@@ -45,7 +45,10 @@ func testCandidatesWithoutTheOperator(t *testing.T) {
 	first := getPod(t, ns, "sts-0").UID
 	must(t, rc.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sts-0"}}))
 	var replacement *corev1.Pod
-	if err := poll(time.Minute, func() bool { replacement = getPodOrNil(ns, "sts-0"); return replacement != nil && replacement.UID != first }); err != nil {
+	if err := poll(time.Minute, func() bool {
+		replacement = getPodOrNil(ns, "sts-0")
+		return replacement != nil && replacement.UID != first
+	}); err != nil {
 		t.Fatalf("the StatefulSet did not replace its pod while the operator was down:\n%s", clusterState(ns))
 	}
 	run := template(true)
