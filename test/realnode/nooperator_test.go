@@ -87,9 +87,11 @@ func testCandidatesWithoutTheOperator(t *testing.T) {
 	}
 	t.Logf("created and gated with no operator running: %s", strings.Join(order, ", "))
 
+	back := time.Now()
 	scaleOperator(t, 2)
 	// Oldest first: the StatefulSet's replacement (token 2), which works until stopped.
-	reportedAt(t, ns, "sts-0", "run", "env=2 file=2", 3*time.Minute)
+	at := reportedAt(t, ns, "sts-0", "run", "env=2 file=2", 3*time.Minute)
+	measured("operator scaled back from zero → oldest waiting candidate at work", "%v", at.Sub(back).Round(10*time.Millisecond))
 	must(t, rc.Client.Get(ctx, clientKey(ns, "sts"), sts))
 	sts.Spec.Replicas = ptr.To[int32](0)
 	must(t, rc.Client.Update(ctx, sts))
