@@ -76,8 +76,9 @@ const (
 )
 
 // reconcile is one pass: get the FencedLease, pass its gates, let its Warm candidates
-// run, observe, decide, run the plan, remember. Nothing after decide decides again; what the pass remembers it writes
-// in one place, from what it observed and what of its plan landed.
+// run, observe, decide, run the plan, remember. Nothing after decide decides again; what
+// the pass remembers it writes in one place, from what it observed and what of its plan
+// landed.
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fl, wait, err := r.admit(ctx, req)
 	if fl == nil || err != nil {
@@ -140,9 +141,9 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease, s slot
 }
 
 // admit gets the FencedLease and passes it through the gates before a pass: gone (its
-// memory is dropped, its waiting pods told so), the cache still behind this controller's last write to it, the
-// finalizer added first, deleted with nothing left to do. fl is nil when the pass ends
-// here, with result.
+// memory is dropped, its waiting pods told so), the cache still behind this controller's
+// last write to it, the finalizer added first, deleted with nothing left to do. fl is nil
+// when the pass ends here, with result.
 func (r *Reconciler) admit(ctx context.Context, req ctrl.Request) (_ *fencingv1.FencedLease, result ctrl.Result, _ error) {
 	fl := &fencingv1.FencedLease{}
 	if err := r.Get(ctx, req.NamespacedName, fl); err != nil {
