@@ -149,3 +149,81 @@ func scaleOperator(t *testing.T, replicas int) {
 		t.Fatalf("the operator did not reach %d ready replicas:\n%s", replicas, clusterState(operatorNamespace))
 	}
 }
+
+// testDrainBothOperatorNodes: `kubectl drain` of one operator node, then of the other, as
+// a node upgrade goes. Candidates are created all along, every half second, and each is
+// admitted gated at once: admission never waits for an operator replica. Their
+// FencedLease is suspended through the drains (no holder to evict); resumed, the oldest
+// is granted token 1.
+func testDrainBothOperatorNodes(t *testing.T) {
+	const ns, lease = "drain-operator", "created-throughout"
+	newNamespace(t, ns)
+	ctx := context.Background()
+	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 10, StartupDeadlineSeconds: 120, Suspend: true}}))
+	grants, err := testenvWatch(ns)
+	must(t, err)
+	nodes := &corev1.NodeList{}
+	must(t, rc.Client.List(ctx, nodes))
+	stop := make(chan struct{})
+	created := make(chan error, 1)
+	go func() { created <- createCandidatesUntil(ns, lease, stop) }()
+	for _, n := range nodes.Items {
+		start := time.Now()
+		if out, err := kubectl("drain", n.Name, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=3m"); err != nil {
+			close(stop)
+			t.Fatalf("kubectl drain %s: %v\n%s", n.Name, err, out)
+		}
+		drained := time.Since(start)
+		if out, err := kubectl("uncordon", n.Name); err != nil {
+			close(stop)
+			t.Fatalf("uncordon %s: %v\n%s", n.Name, err, out)
+		}
+		// The next drain may take the other replica only once this node runs one again.
+		scaleOperator(t, 2)
+		t.Logf("drained %s in %v, its operator replica back", n.Name, drained.Round(100*time.Millisecond))
+	}
+	close(stop)
+	if err := <-created; err != nil {
+		t.Fatal(err)
+	}
+	list := &corev1.PodList{}
+	must(t, rc.Client.List(ctx, list, clientNamespace(ns)))
+	t.Logf("%d candidates created through both drains, none refused", len(list.Items))
+	first := list.Items[0]
+	for _, p := range list.Items {
+		if p.CreationTimestamp.Before(&first.CreationTimestamp) {
+			first = p
+		}
+	}
+	fl := getFencedLease(t, ns, lease)
+	fl.Spec.Suspend = false
+	must(t, rc.Client.Update(ctx, fl))
+	if h := recorded(t, ns, lease, first.Name, 1).Status.Holder; h == nil || h.PodName != first.Name || h.Token != 1 {
+		t.Errorf("want the oldest candidate %s granted token 1 once resumed, holder %+v", first.Name, h)
+	}
+	if _, err := grants.Stop(); err != nil {
+		t.Errorf("grant oracle: %v", err)
+	}
+}
+
+// createCandidatesUntil creates a candidate of lease every half second until stop closes,
+// and fails on the first that is refused, or stored without the gate.
+func createCandidatesUntil(ns, lease string, stop <-chan struct{}) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return nil
+		case <-tick.C:
+		}
+		p := workloadPod(ns, fmt.Sprintf("c-%03d", i), lease, holdContainer("run"))
+		if err := rc.Client.Create(context.Background(), p); err != nil {
+			return fmt.Errorf("candidate %s refused during the drains: %w", p.Name, err)
+		}
+		if len(p.Spec.SchedulingGates) == 0 {
+			return fmt.Errorf("candidate %s stored without the gate", p.Name)
+		}
+	}
+}
