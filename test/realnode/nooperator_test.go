@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,6 +168,9 @@ func testDrainBothOperatorNodes(t *testing.T) {
 	nodes := &corev1.NodeList{}
 	must(t, rc.Client.List(ctx, nodes))
 	stop := make(chan struct{})
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop) }) }
+	t.Cleanup(halt) // a failed drain ends the creations too
 	created := make(chan error, 1)
 	var took []time.Duration
 	go func() {
@@ -177,19 +181,17 @@ func testDrainBothOperatorNodes(t *testing.T) {
 	for _, n := range nodes.Items {
 		start := time.Now()
 		if out, err := kubectl("drain", n.Name, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=3m"); err != nil {
-			close(stop)
 			t.Fatalf("kubectl drain %s: %v\n%s", n.Name, err, out)
 		}
 		drained := time.Since(start)
 		if out, err := kubectl("uncordon", n.Name); err != nil {
-			close(stop)
 			t.Fatalf("uncordon %s: %v\n%s", n.Name, err, out)
 		}
 		// The next drain may take the other replica only once this node runs one again.
 		scaleOperator(t, 2)
 		t.Logf("drained %s in %v, its operator replica back", n.Name, drained.Round(100*time.Millisecond))
 	}
-	close(stop)
+	halt()
 	if err := <-created; err != nil {
 		t.Fatal(err)
 	}
