@@ -197,6 +197,7 @@ func TestRealNodes(t *testing.T) {
 	t.Run("kubectl drain of the holder's node", testDrain)
 	t.Run("candidates while the operator is scaled to zero", testCandidatesWithoutTheOperator)
 	t.Run("kubectl drain of both operator nodes, one after the other", testDrainBothOperatorNodes)
+	t.Run("admission times, policy and webhook", testAdmissionTimes)
 	t.Run("upgrade from the previous release, and back", testUpgrade)
 	t.Run("chaos", testChaos)
 	t.Run("helm chart", testHelmChart)
