@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -65,9 +64,9 @@ func (c *Checker) candidatePolicyProblem(ctx context.Context) string {
 	if ref == nil || ref.Name == "" {
 		return fmt.Sprintf("MutatingAdmissionPolicyBinding %s names no parameter object: the policy has no agent image", CandidatePolicy)
 	}
-	params := &corev1.ConfigMap{}
-	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, params); err != nil {
-		return fmt.Sprintf("parameter ConfigMap %s/%s of binding %s: %v", ref.Namespace, ref.Name, CandidatePolicy, err)
+	params, problem := c.params(ctx, ref, CandidatePolicy)
+	if problem != "" {
+		return problem
 	}
 	if got := params.Data[AgentImageParamKey]; c.AgentImage != "" && got != c.AgentImage {
 		return fmt.Sprintf("parameter ConfigMap %s/%s names the agent image %q, but this operator was given %q: pods asking for the agent get the parameter's",

@@ -136,15 +136,24 @@ func (c *Checker) problem(ctx context.Context, name, me string) string {
 	if ref == nil || ref.Name == "" {
 		return fmt.Sprintf("ValidatingAdmissionPolicyBinding %s names no parameter object: the policy cannot tell the operator apart", name)
 	}
-	params := &corev1.ConfigMap{}
-	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, params); err != nil {
-		return fmt.Sprintf("parameter ConfigMap %s/%s of binding %s: %v", ref.Namespace, ref.Name, name, err)
+	params, problem := c.params(ctx, ref, name)
+	if problem != "" {
+		return problem
 	}
 	if got := params.Data[OperatorParamKey]; got != me {
 		return fmt.Sprintf("parameter ConfigMap %s/%s names the operator %q, but this operator runs as %q: the policies will deny its own writes",
 			ref.Namespace, ref.Name, got, me)
 	}
 	return ""
+}
+
+// params reads the parameter ConfigMap ref of binding, or says why it cannot.
+func (c *Checker) params(ctx context.Context, ref *admissionregistrationv1.ParamRef, binding string) (*corev1.ConfigMap, string) {
+	params := &corev1.ConfigMap{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, params); err != nil {
+		return nil, fmt.Sprintf("parameter ConfigMap %s/%s of binding %s: %v", ref.Namespace, ref.Name, binding, err)
+	}
+	return params, ""
 }
 
 func (c *Checker) whoAmI(ctx context.Context) (string, error) {

@@ -64,12 +64,10 @@ func notAwaitingW1(fl *fencingv1.FencedLease, cands []*corev1.Pod) []*corev1.Pod
 	return slices.DeleteFunc(cands, awaitsStandby)
 }
 
-// awaitsStandby: p is a waiting candidate no one decided the standby of yet, still gated.
+// awaitsStandby: p awaits its grant, still gated, and no one decided its standby yet.
 func awaitsStandby(p *corev1.Pod) bool {
 	_, decided := p.Annotations[fencingv1.StandbyAnnotation]
-	_, granted := p.Annotations[fencingv1.TokenAnnotation]
-	return !decided && !granted && p.DeletionTimestamp == nil && !grantorder.Finished(p) &&
-		grantorder.PodState(p) == fencingv1.PodWaiting && hasOurGate(p)
+	return !decided && awaitsGrant(p) && hasOurGate(p)
 }
 
 func hasOurGate(p *corev1.Pod) bool {
