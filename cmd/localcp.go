@@ -21,11 +21,13 @@ import (
 )
 
 // localControlPlane is kube-apiserver and etcd run by this process (no kubelet,
-// scheduler or garbage collector), with the CRDs, the admission policies, and the pod
-// webhook pointed back at this process.
+// scheduler or garbage collector), with the CRDs and the admission policies: as the
+// default install, candidates are admitted by the API server. With --webhook, the
+// webhooks are installed too, pointed back at this process.
 type localControlPlane struct {
 	cfg *rest.Config
-	// webhook says where to serve the pod webhook: a local port with a generated cert.
+	// webhook says where to serve the webhooks, when asked for: a local port with a
+	// generated cert.
 	webhook envtest.WebhookInstallOptions
 	// stop must be called before exiting, or the two processes outlive this one.
 	stop func()
@@ -34,7 +36,7 @@ type localControlPlane struct {
 // startLocalControlPlane starts the control plane from assets, installs what the
 // operator needs, and writes an admin kubeconfig for the user to kubectl with. That user
 // is not the operator, so the admission policies apply to it as to any cluster admin.
-func startLocalControlPlane(assets, kubeconfig string) (*localControlPlane, error) {
+func startLocalControlPlane(assets, kubeconfig string, withWebhook bool) (*localControlPlane, error) {
 	if assets == "" {
 		return nil, fmt.Errorf("the embedded control plane needs kube-apiserver and etcd: run 'make envtest' and pass --local-control-plane-assets (or KUBEBUILDER_ASSETS)")
 	}
@@ -42,16 +44,18 @@ func startLocalControlPlane(assets, kubeconfig string) (*localControlPlane, erro
 	if err != nil {
 		return nil, err
 	}
-	hook, err := webhook.Configuration()
-	if err != nil {
-		return nil, err
-	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{hook},
-		},
+	}
+	admits := "the admission policies (they admit candidates: no webhook)"
+	if withWebhook {
+		hook, err := webhook.Configuration()
+		if err != nil {
+			return nil, err
+		}
+		env.WebhookInstallOptions.MutatingWebhooks = []*admissionregistrationv1.MutatingWebhookConfiguration{hook}
+		admits = "the admission policies and the webhooks"
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -71,11 +75,11 @@ func startLocalControlPlane(assets, kubeconfig string) (*localControlPlane, erro
 		return nil, err
 	}
 	abs, _ := filepath.Abs(kubeconfig)
-	fmt.Fprintf(os.Stderr, "\nfencedlease: embedded control plane at %s, with the pod webhook and the admission policies\n"+
+	fmt.Fprintf(os.Stderr, "\nfencedlease: embedded control plane at %s, with %s\n"+
 		"  in another shell:  export KUBECONFIG=%s\n"+
 		"                     kubectl apply -k config/samples && kubectl get fl\n"+
 		"  (no kubelet here: pods stay Pending; the controller still grants, renews and revokes)\n"+
-		"  Ctrl-C stops the operator and the control plane.\n\n", cfg.Host, abs)
+		"  Ctrl-C stops the operator and the control plane.\n\n", cfg.Host, admits, abs)
 	return lcp, nil
 }
 

@@ -93,8 +93,8 @@ func runManager() error {
 	}
 	if lcp != nil {
 		defer lcp.stop()
-		// The embedded API server calls the webhook back on this machine: serve it there,
-		// whatever --webhook says (make run passes false for a real cluster's sake).
+		// The embedded API server admits candidates itself; with --webhook it calls the
+		// webhooks back on this machine too.
 		o.webhook.serveLocally(lcp.webhook)
 	}
 
@@ -175,7 +175,7 @@ func restConfig(o options) (cfg *rest.Config, lcp *localControlPlane, err error)
 		return nil, nil, errors.New("--local-control-plane must be never, always or auto")
 	}
 	if local {
-		lcp, err = startLocalControlPlane(o.localAssets, o.localKubeconfig)
+		lcp, err = startLocalControlPlane(o.localAssets, o.localKubeconfig, o.webhook.enabled)
 		if err != nil {
 			return nil, nil, err
 		}

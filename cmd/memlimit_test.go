@@ -35,7 +35,7 @@ func TestMemoryLimitIsAShareOfTheContainers(t *testing.T) {
 // limit above follows whatever limit an operator of the cluster sets.
 func TestTheDeploymentPassesItsMemoryLimit(t *testing.T) {
 	d := &appsv1.Deployment{}
-	bundled(t, "Deployment", d)
+	bundled(t, defaultBundle, "Deployment", d)
 	for _, c := range d.Spec.Template.Spec.Containers {
 		if c.Name != "manager" {
 			continue

@@ -32,7 +32,8 @@ type webhookOptions struct {
 }
 
 func (o *webhookOptions) bind(fs *flag.FlagSet) {
-	fs.BoolVar(&o.enabled, "webhook", true, "Serve the admission webhooks (pods; the finalizer on new FencedLeases).")
+	fs.BoolVar(&o.enabled, "webhook", false,
+		"Serve the admission webhooks (pods; the finalizer on new FencedLeases): Kubernetes 1.30-1.35, where no MutatingAdmissionPolicy admits candidates (config/webhook).")
 	fs.IntVar(&o.port, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder of the webhook's tls.crt and tls.key.")
 	fs.BoolVar(&o.rotateCerts, "webhook-cert-rotation", true,
@@ -46,15 +47,13 @@ func (o *webhookOptions) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.agentImage, "agent-image", os.Getenv("AGENT_IMAGE"), "Image of the renewal agent sidecar, the Dockerfile's agent target (default $AGENT_IMAGE).")
 }
 
-// serveLocally serves the webhook where the embedded control plane calls it, with the
-// certificate it generated.
+// serveLocally serves the webhooks, when enabled, where the embedded control plane calls
+// them, with the certificate it generated; the agent image is the one the policies there
+// were installed with.
 func (o *webhookOptions) serveLocally(w envtest.WebhookInstallOptions) {
-	o.enabled = true
+	o.agentImage = localAgentImage
 	o.rotateCerts, o.certsFromSecret = false, false
 	o.host, o.port, o.certDir = w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir
-	if o.agentImage == "" {
-		o.agentImage = localAgentImage
-	}
 }
 
 // localAgentImage is the agent image on the embedded control plane, where no kubelet pulls it.

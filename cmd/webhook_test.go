@@ -31,7 +31,7 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// TestWebhookCertificates: with the shipped bundle's webhook configuration installed, the
+// TestWebhookCertificates: with the webhook bundle's webhook configuration installed, the
 // operator provisions its serving certificate, injects the CA, writes the certificate
 // from its Secret into its cert dir, and serves TLS for the Service's DNS name; only then
 // is it ready, within seconds.
@@ -44,9 +44,9 @@ func TestWebhookCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	whc := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	bundled(t, "MutatingWebhookConfiguration", whc)
+	bundled(t, webhookBundle, "MutatingWebhookConfiguration", whc)
 	empty := &corev1.Secret{}
-	bundled(t, "Secret", empty)
+	bundled(t, webhookBundle, "Secret", empty)
 	for _, obj := range []client.Object{whc, empty} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -55,9 +55,9 @@ func TestWebhookCertificates(t *testing.T) {
 
 	var o webhookOptions
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
-	o.bind(fs) // the operator's own defaults: names as config/default deploys them
+	o.bind(fs) // the operator's own defaults: names as config/webhook-install deploys them
 	port, probes := freePort(t), freePort(t)
-	if err := fs.Parse([]string{"--agent-image=agent:test", fmt.Sprint("--webhook-port=", port), "--webhook-cert-dir=" + t.TempDir()}); err != nil {
+	if err := fs.Parse([]string{"--webhook=true", "--agent-image=agent:test", fmt.Sprint("--webhook-port=", port), "--webhook-cert-dir=" + t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -142,9 +142,16 @@ func finalizerAdded(t *testing.T, roots *x509.CertPool, port int) {
 	}
 }
 
-// bundled reads the one object of kind in dist/install.yaml into into.
-func bundled(t *testing.T, kind string, into client.Object) {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "dist", "install.yaml"))
+// The two bundles: the default, and the webhook component's for Kubernetes 1.30–1.35.
+const (
+	defaultBundle = "install.yaml"
+	webhookBundle = "install-webhook.yaml"
+)
+
+// bundled reads the one object of kind in dist/bundle into into.
+func bundled(t *testing.T, bundle, kind string, into client.Object) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "dist", bundle))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +163,7 @@ func bundled(t *testing.T, kind string, into client.Object) {
 			return
 		}
 	}
-	t.Fatalf("dist/install.yaml has no %s", kind)
+	t.Fatalf("dist/%s has no %s", bundle, kind)
 }
 
 func freePort(t *testing.T) int {

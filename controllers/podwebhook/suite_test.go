@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
 	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
@@ -34,7 +35,7 @@ const agentImage = "registry.example/fencedlease:test"
 
 func TestPodWebhook(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Pod admission webhook (envtest)")
+	RunSpecs(t, "The webhook component: pod and FencedLease webhooks (envtest)")
 }
 
 // counting wraps the handler to tell whether the API server called the webhook at all.
@@ -62,7 +63,10 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	srvCtx, stop := context.WithCancel(ctx)
 	DeferCleanup(stop)
-	_, err = testenv.ServeWebhook(srvCtx, &testEnv.WebhookInstallOptions, map[string]*webhook.Admission{podwebhook.Path: {Handler: counting{h}}})
+	_, err = testenv.ServeWebhook(srvCtx, &testEnv.WebhookInstallOptions, map[string]*webhook.Admission{
+		podwebhook.Path:       {Handler: counting{h}},
+		finalizerwebhook.Path: {Handler: finalizerwebhook.Handler{}},
+	})
 	Expect(err).NotTo(HaveOccurred())
 })
 

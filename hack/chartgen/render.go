@@ -26,6 +26,31 @@ const (
 func v(expr string) string    { return "@@v:" + expr + "@@" }
 func incl(name string) string { return "@@incl:" + name + "@@" }
 
+// webhookMark is the annotation chartgen puts on the webhook component's objects (and
+// takes off when it renders them).
+const webhookMark = "chartgen.fencedlease.io/webhook"
+
+func markWebhook(o *unstructured.Unstructured) {
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[webhookMark] = "true"
+	o.SetAnnotations(a)
+}
+
+// isWebhook says whether o is the webhook component's, and unmarks it.
+func isWebhook(o *unstructured.Unstructured) bool {
+	a := o.GetAnnotations()
+	_, marked := a[webhookMark]
+	delete(a, webhookMark)
+	if len(a) == 0 {
+		a = nil
+	}
+	o.SetAnnotations(a)
+	return marked
+}
+
 // render returns the chart file an object goes to ("" to leave it out) and its text.
 func render(o *unstructured.Unstructured) (string, string, error) {
 	kind, name := o.GetKind(), o.GetName()
@@ -40,14 +65,17 @@ func render(o *unstructured.Unstructured) (string, string, error) {
 	if err := renameServiceAccount(o); err != nil {
 		return "", "", err
 	}
-	cond := ""
+	cond, orElse := "", ""
 	switch {
+	case isWebhook(o):
+		cond = ".Values.webhook.enabled"
+		if kind == "MutatingWebhookConfiguration" {
+			if err := unstructured.SetNestedField(o.Object, "@@inclblock:fencedlease.webhookAnnotations@@", "metadata", "annotations"); err != nil {
+				return "", "", err
+			}
+		}
 	case kind == "Deployment":
 		if err := deployment(o); err != nil {
-			return "", "", err
-		}
-	case kind == "MutatingWebhookConfiguration":
-		if err := unstructured.SetNestedField(o.Object, "@@inclblock:fencedlease.webhookAnnotations@@", "metadata", "annotations"); err != nil {
 			return "", "", err
 		}
 	case kind == "PodDisruptionBudget":
@@ -55,10 +83,16 @@ func render(o *unstructured.Unstructured) (string, string, error) {
 	case kind == "Service" && strings.Contains(name, "metrics"):
 		cond = ".Values.metrics.enabled"
 	case kind == "Issuer" || kind == "Certificate":
-		cond = ".Values.certManager.enabled"
+		cond = "and .Values.webhook.enabled .Values.certManager.enabled"
 	case kind == "MutatingAdmissionPolicy" || kind == "MutatingAdmissionPolicyBinding":
 		// Kubernetes 1.36 and newer; before, the pod webhook admits candidates alone.
 		cond = `.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/` + kind + `"`
+		if kind == "MutatingAdmissionPolicy" && name == "fencedlease-candidate" {
+			// Nothing would admit candidates: say so at install, not at the first pod.
+			orElse = `{{- else if not .Values.webhook.enabled }}
+{{- fail "this cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes 1.36 and newer): set webhook.enabled=true, so the pod webhook admits candidates" }}
+`
+		}
 	case kind == "ServiceMonitor":
 		cond = "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled"
 	case kind == "PrometheusRule":
@@ -74,7 +108,7 @@ func render(o *unstructured.Unstructured) (string, string, error) {
 	}
 	body := expand(text)
 	if cond != "" {
-		body = "{{- if " + cond + " }}\n" + body + "{{- end }}\n"
+		body = "{{- if " + cond + " }}\n" + body + orElse + "{{- end }}\n"
 	}
 	file := strings.ToLower(kind) + "-" + strings.TrimPrefix(name, "fencedlease-") + ".yaml"
 	return file, body, nil
@@ -184,7 +218,8 @@ func deployment(o *unstructured.Unstructured) error {
 	}
 	args = append(args,
 		"--metrics-secure="+v(".Values.metrics.secure"),
-		"@@if:.Values.certManager.enabled:--webhook-cert-rotation=false@@")
+		"@@if:.Values.webhook.enabled:--webhook=true@@",
+		"@@if:and .Values.webhook.enabled .Values.certManager.enabled:--webhook-cert-rotation=false@@")
 	c["args"] = args
 	return nil
 }

@@ -1,19 +1,17 @@
 // Package authority tests that nobody but the operator can forge, steal or silently lose
 // a grant: the operator runs as its shipped service account, with the install bundle's
-// RBAC and admission policies — candidates admitted by the API server alone, no pod
-// webhook — while specs act as users with the built-in edit and admin roles, as cluster
+// RBAC and admission policies — the default install: candidates admitted by the API
+// server alone, no webhook at all — while specs act as users with the built-in edit and admin roles, as cluster
 // admins, and as pods.
 package authority
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,15 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	webhookconfig "github.com/fencedlease/fencedlease/config/webhook"
-	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
-	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -49,21 +42,13 @@ const (
 
 func TestAuthority(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Authority: operator and policies as shipped, no pod webhook (envtest)")
+	RunSpecs(t, "Authority: operator and policies as shipped, no webhook (envtest)")
 }
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	env, err := testenv.New()
 	Expect(err).NotTo(HaveOccurred())
-	// The FencedLease webhook only: candidates are the policies' alone.
-	hooks, err := webhookconfig.Configuration()
-	Expect(err).NotTo(HaveOccurred())
-	hooks.Webhooks = slices.DeleteFunc(hooks.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
-		return w.ClientConfig.Service != nil && w.ClientConfig.Service.Path != nil && *w.ClientConfig.Service.Path == podwebhook.Path
-	})
-	Expect(hooks.Webhooks).To(HaveLen(1))
-	env.WebhookInstallOptions = envtest.WebhookInstallOptions{MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{hooks}}
 	cfg, err = env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
@@ -72,10 +57,9 @@ var _ = BeforeSuite(func() {
 	operator, err = client.New(testenv.AsOperator(cfg), client.Options{Scheme: testenv.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 
-	By("installing the bundle as shipped: RBAC, the policies and their parameter (envtest serves the FencedLease webhook itself)")
-	Expect(testenv.InstallBundle(ctx, k8s, "CustomResourceDefinition", "Deployment", "Service", "Secret", "MutatingWebhookConfiguration")).To(Succeed())
+	By("installing the bundle as shipped: RBAC, the policies and their parameter")
+	Expect(testenv.InstallBundle(ctx, k8s, "CustomResourceDefinition", "Deployment", "Service")).To(Succeed())
 	aggregateClusterRoles()
-	serveWebhook(&env.WebhookInstallOptions)
 	waitForPolicies()
 })
 
@@ -110,16 +94,6 @@ func aggregateOnce() {
 		target.Rules = rules
 		Expect(k8s.Update(ctx, target)).To(Succeed())
 	}
-}
-
-// serveWebhook runs the FencedLease webhook where envtest points the shipped configuration.
-func serveWebhook(o *envtest.WebhookInstallOptions) {
-	srvCtx, stop := context.WithCancel(ctx)
-	DeferCleanup(stop)
-	_, err := testenv.ServeWebhook(srvCtx, o, map[string]*webhook.Admission{
-		finalizerwebhook.Path: {Handler: finalizerwebhook.Handler{}},
-	})
-	Expect(err).NotTo(HaveOccurred())
 }
 
 // waitForPolicies waits until the API server enforces every policy (it loads them

@@ -14,9 +14,9 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// finalizerWebhookOnly is the shipped webhook configuration with the FencedLease webhook
+// finalizerWebhookOnly is the webhook component's configuration with the FencedLease webhook
 // alone, for envtest to point at a local server: new FencedLeases come with the
-// operator's finalizer, as in a cluster. The pod webhook stays out: the bench creates its
+// operator's finalizer, as in the webhook install. The pod webhook stays out: the bench creates its
 // pods gated itself, and client-go's side has no such call either.
 func finalizerWebhookOnly() (envtest.WebhookInstallOptions, error) {
 	cfg, err := webhookconfig.Configuration()

@@ -42,12 +42,20 @@ func helm(t *testing.T, args ...string) string {
 var kindsWithoutCRDs = []string{"Certificate", "Issuer", "ServiceMonitor", "PrometheusRule"}
 
 // TestHelmChart lints the chart and installs what it renders — with the default values,
-// and with every value changed — on a real API server: the CRD created, everything else
+// with every value changed, and with the webhook on a cluster without
+// MutatingAdmissionPolicy — on a real API server: the CRD created, everything else
 // by a server-side dry run, then the admission policies and their parameter for real, where
 // the operator's own start-up check, run as the chart's service account, must find all
 // four in place and naming it.
 func TestHelmChart(t *testing.T) {
-	helm(t, "lint", "--strict", "charts/fencedlease", "--kube-version", "1.37.2")
+	helm(t, "lint", "--strict", "charts/fencedlease", "--kube-version", "1.37.2", "--set", "webhook.enabled=true")
+	// Neither the mutating policy nor the webhook: refused at install, naming the value.
+	args := []string{"template", "fencedlease", "charts/fencedlease", "--kube-version", "1.35.0"}
+	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "helm"), args...)
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "set webhook.enabled=true") {
+		t.Errorf("helm template on a cluster without MutatingAdmissionPolicy and without the webhook: want refused naming webhook.enabled, got %v:\n%s", err, out)
+	}
 	env, err := testenv.New()
 	if err != nil {
 		t.Fatal(err)
@@ -60,23 +68,31 @@ func TestHelmChart(t *testing.T) {
 		name, namespace, serviceAccount string
 		set                             []string
 		want, absent                    []string // kinds
+		// noMutatingPolicies: the cluster serves no MutatingAdmissionPolicy (1.30–1.35).
+		noMutatingPolicies bool
 	}{
 		{name: "defaults", namespace: "fencedlease-system", serviceAccount: "fencedlease-controller-manager",
-			want: []string{"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+			want: []string{"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "ValidatingAdmissionPolicy",
 				"MutatingAdmissionPolicy", "Service"},
-			absent: kindsWithoutCRDs},
+			absent: append([]string{"MutatingWebhookConfiguration", "Secret"}, kindsWithoutCRDs...)},
 		{name: "everything changed", namespace: "ops", serviceAccount: "fl-op",
-			set: []string{"serviceAccount.name=fl-op", "replicas=1", "certManager.enabled=true", "metrics.serviceMonitor.enabled=true",
+			set: []string{"serviceAccount.name=fl-op", "replicas=1", "webhook.enabled=true", "certManager.enabled=true", "metrics.serviceMonitor.enabled=true",
 				"metrics.prometheusRule.enabled=true", "image.repository=registry.example/fl", "image.tag=v9", "agentImage.repository=registry.example/fl-agent", "priorityClassName=fl-critical",
 				"leaderElection.leaseDuration=20s", "leaderElection.renewDeadline=15s", "leaderElection.retryPeriod=2s", "resources.limits.memory=1Gi"},
-			want:   append([]string{"Deployment", "MutatingWebhookConfiguration"}, kindsWithoutCRDs...),
+			want:   append([]string{"Deployment", "MutatingWebhookConfiguration", "MutatingAdmissionPolicy"}, kindsWithoutCRDs...),
 			absent: []string{"PodDisruptionBudget"}},
+		{name: "Kubernetes 1.35, the webhook", namespace: "fencedlease-system", serviceAccount: "fencedlease-controller-manager",
+			set: []string{"webhook.enabled=true"}, noMutatingPolicies: true,
+			want:   []string{"Deployment", "MutatingWebhookConfiguration", "Secret", "ValidatingAdmissionPolicy"},
+			absent: append([]string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}, kindsWithoutCRDs...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// helm install learns the API of the cluster; helm template is told it.
-			args := []string{"template", "fencedlease", "charts/fencedlease", "-n", tc.namespace, "--include-crds", "--kube-version", "1.37.2",
-				"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
-				"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding"}
+			args := []string{"template", "fencedlease", "charts/fencedlease", "-n", tc.namespace, "--include-crds", "--kube-version", "1.37.2"}
+			if !tc.noMutatingPolicies {
+				args = append(args, "--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
+					"--api-versions", "admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding")
+			}
 			for _, s := range tc.set {
 				args = append(args, "--set", s)
 			}
@@ -118,7 +134,7 @@ func TestHelmChart(t *testing.T) {
 
 			// The policies for real, then the operator's start-up check as the chart's account.
 			for _, o := range objs {
-				if k := o.GetKind(); strings.HasPrefix(k, "ValidatingAdmissionPolicy") || strings.HasPrefix(k, "MutatingAdmissionPolicy") || k == "ConfigMap" {
+				if k := o.GetKind(); strings.HasPrefix(k, "ValidatingAdmissionPolicy") || strings.HasPrefix(k, "MutatingAdmissionPolicy") || k == "ConfigMap" || k == "MutatingWebhookConfiguration" {
 					if err := c.Create(ctx, o.DeepCopy()); err != nil {
 						t.Fatalf("%s %s: %v", k, o.GetName(), err)
 					}
@@ -132,6 +148,9 @@ func TestHelmChart(t *testing.T) {
 			}
 			// The candidate policy injects the agent image the chart gives the operator.
 			check := &admissioncheck.Checker{Client: operator, Recorder: events.NewFakeRecorder(16), AgentImage: agentImageOf(t, objs)}
+			if slices.Contains(tc.set, "webhook.enabled=true") {
+				check.WebhookConfiguration = "fencedlease-mutating-webhook-configuration" // as the operator is told with --webhook
+			}
 			if problems := check.Check(ctx); len(problems) != 0 {
 				t.Errorf("the chart's policies do not name its operator: %v", problems)
 			}
@@ -195,12 +214,18 @@ func checkObject(t *testing.T, o *unstructured.Unstructured, namespace, serviceA
 				t.Errorf("default args lack %s: %s", want, args)
 			}
 		}
-		if strings.Contains(args, "--webhook-cert-rotation=false") {
-			t.Error("cert-controller is off by default")
+		if strings.Contains(args, "--webhook") {
+			t.Errorf("the webhook is off by default: %s", args)
 		}
 		if agent := envValue(container, "AGENT_IMAGE"); !strings.HasPrefix(agent, "fencedlease-agent:") {
 			t.Errorf("AGENT_IMAGE %q, want the fencedlease-agent image", agent)
 		}
+		return
+	}
+	if webhook := slices.Contains(set, "webhook.enabled=true"); webhook != strings.Contains(args, "--webhook=true") {
+		t.Errorf("webhook.enabled=%v, args %s", webhook, args)
+	}
+	if !slices.Contains(set, "image.tag=v9") {
 		return
 	}
 	if agent := envValue(container, "AGENT_IMAGE"); agent != "registry.example/fl-agent:v9" {

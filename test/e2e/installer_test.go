@@ -17,8 +17,9 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// TestInstallBundleDryRun sends every object of dist/install.yaml to a real API server
-// with a server-side dry run: schema, CEL, policies and references must all be accepted.
+// TestInstallBundleDryRun sends every object of dist/install.yaml, then of
+// dist/install-webhook.yaml, to a real API server with a server-side dry run: schema, CEL,
+// policies and references must all be accepted.
 func TestInstallBundleDryRun(t *testing.T) {
 	assets, err := testenv.AssetsDir()
 	if err != nil {
@@ -34,9 +35,17 @@ func TestInstallBundleDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	for _, bundle := range []struct {
+		file     string
+		admitter string // the kind that admits candidates
+	}{{"install.yaml", "MutatingAdmissionPolicy"}, {"install-webhook.yaml", "MutatingWebhookConfiguration"}} {
+		t.Run(bundle.file, func(t *testing.T) { dryRunBundle(t, c, bundle.file, bundle.admitter) })
+	}
+}
 
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "dist", "install.yaml"))
+func dryRunBundle(t *testing.T, c client.Client, file, admitter string) {
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "dist", file))
 	if err != nil {
 		t.Fatalf("%v: run 'make build-installer'", err)
 	}
@@ -54,7 +63,7 @@ func TestInstallBundleDryRun(t *testing.T) {
 		if u.GetKind() == "Namespace" {
 			// A dry run cannot create the namespace the other objects go into.
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: u.GetName()}}
-			if err := c.Create(ctx, ns); err != nil {
+			if err := c.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -63,10 +72,10 @@ func TestInstallBundleDryRun(t *testing.T) {
 			t.Errorf("%s %s: %v", u.GetKind(), u.GetName(), err)
 		}
 	}
-	for _, kind := range []string{"CustomResourceDefinition", "Deployment", "MutatingWebhookConfiguration", "Service",
+	for _, kind := range []string{"CustomResourceDefinition", "Deployment", admitter, "Service",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterRole", "Role", "ServiceAccount"} {
 		if kinds[kind] == 0 {
-			t.Errorf("the bundle has no %s", kind)
+			t.Errorf("%s has no %s", file, kind)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,8 +81,7 @@ func TestLocalRun(t *testing.T) {
 		t.Errorf("the binary did not tell how to reach its control plane:\n%s", stderr.String())
 	}
 
-	// As kubectl apply -k orders them: the FencedLease before the pods that name it (the
-	// webhook refuses a pod whose FencedLease does not exist).
+	// As kubectl apply -k orders them: the FencedLease before the pods that name it.
 	objs := samples(t, filepath.Join(root, "config", "samples"))
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
 		return cmp.Compare(kindOrder(a), kindOrder(b))
@@ -90,21 +90,25 @@ func TestLocalRun(t *testing.T) {
 		obj.SetNamespace("default")
 		var lastErr error
 		if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			lastErr = c.Create(ctx, obj) // the CRD and the webhook may still be settling
+			lastErr = c.Create(ctx, obj) // the CRD and the policies may still be settling
 			return lastErr == nil, nil
 		}); err != nil {
 			t.Fatalf("creating sample %s: %v (last: %v)", obj.GetName(), err, lastErr)
 		}
 	}
 
-	// The webhook gated the sample pod, and the policies refuse the local admin a forged
-	// token: make run serves both.
+	// The mutating policy admitted the sample pod (no webhook is installed), and the
+	// policies refuse the local admin a forged token.
 	pod := &corev1.Pod{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "invoice-run-1"}, pod); err != nil {
 		t.Fatal(err)
 	}
 	if pod.Annotations["fencing.fencedlease.io/state"] == "" || len(pod.Spec.Containers[0].Env) == 0 {
-		t.Errorf("the sample pod did not go through the webhook: %v", pod.Annotations)
+		t.Errorf("the sample pod was not admitted as a candidate: %v", pod.Annotations)
+	}
+	hooks := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	if err := c.List(ctx, hooks); err != nil || len(hooks.Items) != 0 {
+		t.Errorf("the embedded control plane has webhook configurations: %v %v", hooks.Items, err)
 	}
 	if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		p := &corev1.Pod{}

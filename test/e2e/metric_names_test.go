@@ -45,7 +45,8 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	kubeconfig := filepath.Join(dir, "local.kubeconfig")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	var stderr testenv.LockedBuffer
-	cmd := exec.Command(bin, "--local-control-plane=always", "--leader-elect=true", "--leader-election-namespace=default",
+	// --webhook: the webhook install's series, which the webhook alerts read, exist once it answers.
+	cmd := exec.Command(bin, "--local-control-plane=always", "--leader-elect=true", "--leader-election-namespace=default", "--webhook=true",
 		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
 		"--local-control-plane-assets="+assets, "--local-kubeconfig="+kubeconfig)
 	cmd.Env = append(os.Environ(), "HOME="+dir)

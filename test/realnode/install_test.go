@@ -20,8 +20,8 @@ import (
 )
 
 // checkInstall checks what an install (the bundle or the chart) promises on a real
-// cluster: two replicas on two nodes with one leader, the pod webhook called by the API
-// server through its Service with the certificate the operator made, metrics served
+// cluster: two replicas on two nodes with one leader, candidates admitted by the API
+// server with no webhook installed, metrics served
 // through their Service to an authorized scraper only, the PDB and the FlowSchemas in force.
 func checkInstall(t *testing.T, ns, prefix string) {
 	ctx := context.Background()
@@ -63,20 +63,25 @@ func checkInstall(t *testing.T, ns, prefix string) {
 		t.Errorf("no operator replica holds a leader election Lease in %s", ns)
 	}
 
-	// The webhook through its Service: a server-side dry run runs the mutating webhooks.
-	// A pod bringing its own token is refused by the webhook's own message (the webhook
-	// answered: it fails open); a plain labeled pod comes back marked as a candidate, with
-	// no FencedLease needed (admission reads none).
+	// Admission by the API server alone: no webhook configuration or Service, no
+	// certificate Secret. A server-side dry run runs the admission policies: a pod
+	// bringing its own token is refused by fencedlease-candidate-check, naming the field; a
+	// plain labeled pod comes back marked as a candidate, with no FencedLease needed.
+	for _, o := range webhookObjects {
+		if out, err := kubectl(append([]string{"get", "--ignore-not-found", "-o", "name"}, o...)...); err != nil || strings.TrimSpace(out) != "" {
+			t.Errorf("the default install has %v: %s %v", o, out, err)
+		}
+	}
 	dryRun := func(annotations ...string) (string, error) {
-		args := []string{"-n", "default", "run", "webhook-probe", "--image=fencedlease:dev", "--restart=Never",
+		args := []string{"-n", "default", "run", "admission-probe", "--image=fencedlease:dev", "--restart=Never",
 			"--labels=" + fencingv1.LeaseLabel + "=probe", "--dry-run=server", "-o", "yaml"}
 		for _, a := range annotations {
 			args = append(args, "--annotations="+a)
 		}
 		return kubectl(args...)
 	}
-	if out, err := dryRun(fencingv1.TokenAnnotation + "=99"); err == nil || !strings.Contains(out, `admission webhook "pods.fencing.fencedlease.io" denied the request`) {
-		t.Errorf("a pod bringing its own token: want the webhook's refusal, got %v:\n%s", err, out)
+	if out, err := dryRun(fencingv1.TokenAnnotation + "=99"); err == nil || !strings.Contains(out, "fencedlease-candidate-check") || !strings.Contains(out, fencingv1.TokenAnnotation) {
+		t.Errorf("a pod bringing its own token: want fencedlease-candidate-check's refusal naming the annotation, got %v:\n%s", err, out)
 	}
 	if out, err := dryRun(); err != nil {
 		t.Errorf("a labeled pod's server-side dry run: %v\n%s", err, out)

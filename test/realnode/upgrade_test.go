@@ -2,8 +2,10 @@ package realnode
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +17,17 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
-// testUpgrade: the previous release installed from its bundle (its CRD, its images), a
-// holder at work behind its agent sidecar and a pod waiting; then the current bundle
-// applied as a user upgrades (kubectl apply --server-side), and the previous one applied
-// again (the rollback). Across both, the holder is never revoked and keeps renewing, the
-// objects the other version wrote are served, and the next grants continue the tokens.
+// testUpgrade: the previous release installed from its bundle (its CRD, its images, its
+// pod webhook failing closed), a holder at work behind its agent sidecar and a pod
+// waiting; then the current bundle applied as a user upgrades (kubectl apply
+// --server-side, then the webhook's objects deleted, as docs/operations.md says), and the
+// previous one applied again (the rollback). Across both, the holder is never revoked and
+// keeps renewing, the objects the other version wrote are served, and the next grants
+// continue the tokens. Through the upgrade a candidate is created every half second: each
+// waits, gated, except those refused while the previous webhook and the current policies
+// overlap (the previous webhook refuses what the policy added, and the policy what the
+// webhook did: refused, never admitted half-way), which must all fall between the apply
+// and a few seconds after the webhook's objects are deleted.
 func testUpgrade(t *testing.T) {
 	root := testenv.RepoRoot()
 	current := filepath.Join(root, "dist", "install.yaml")
@@ -27,21 +35,15 @@ func testUpgrade(t *testing.T) {
 	undeployStart := time.Now()
 	undeployBundle(t)
 	t.Logf("the bundle undeployed in %v", time.Since(undeployStart).Round(100*time.Millisecond))
-	install := func(bundle, tag string) time.Duration {
+	install := func(bundle, tag string, after func()) time.Duration {
 		t.Helper()
-		start := time.Now()
-		if out, err := kubectl("apply", "--server-side", "--force-conflicts", "-f", bundle); err != nil {
-			t.Fatalf("kubectl apply %s: %v\n%s", bundle, err, out)
-		}
-		if out, err := kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=300s"); err != nil {
-			t.Fatalf("the operator (%s) did not roll out: %v\n%s", tag, err, out)
-		}
+		took := applyBundle(t, bundle, after)
 		if err := poll(3*time.Minute, func() bool { return operatorImagesAre(t, "fencedlease:"+tag) }); err != nil {
 			t.Fatalf("the operator's pods do not all run fencedlease:%s", tag)
 		}
-		return time.Since(start)
+		return took
 	}
-	install(previous, previousTag)
+	install(previous, previousTag, nil)
 
 	const ns, lease, leaseSeconds = "upgrade", "singleton", 4
 	newNamespace(t, ns)
@@ -72,8 +74,30 @@ func testUpgrade(t *testing.T) {
 		}
 	}
 
-	upgraded := install(current, "dev")
+	// Candidates of a FencedLease of their own, created through the upgrade.
+	const streamed = "stream"
+	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: streamed},
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 60}}))
+	stopStream := streamCandidates(t, ns, streamed, 500*time.Millisecond)
+	applied := time.Now()
+	var webhookGone time.Time
+	upgraded := install(current, "dev", func() { deleteWebhookObjects(t); webhookGone = time.Now() })
 	time.Sleep(2 * leaseSeconds * time.Second)
+	created, refused := stopStream()
+	// The API server drops a deleted webhook configuration within a second or so.
+	const propagation = 5 * time.Second
+	var lastRefusal time.Time
+	for _, r := range refused {
+		if r.at.Before(applied) || r.at.After(webhookGone.Add(propagation)) {
+			t.Errorf("candidate %s refused at %s, outside the overlap (apply at %s, webhook objects deleted at %s): %v",
+				r.pod, r.at.Format("15:04:05.000"), applied.Format("15:04:05.000"), webhookGone.Format("15:04:05.000"), r.err)
+		}
+		lastRefusal = r.at
+	}
+	if err := poll(time.Minute, func() bool { return streamSettled(t, ns, streamed, len(created)) }); err != nil {
+		t.Errorf("the %d streamed candidates are not one holder and the rest waiting, gated", len(created))
+	}
+	must(t, clientset(t).CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: fencingv1.LeaseLabel + "=" + streamed}))
 	holds("after the upgrade", "a", 1, 0)
 	if log := logs(t, ns, "a", "work"); strings.Contains(log, "stopped") {
 		t.Errorf("the holder's work was stopped by the upgrade:\n%s", log)
@@ -89,7 +113,7 @@ func testUpgrade(t *testing.T) {
 			t.Fatalf("kubectl delete %s %s: %v\n%s", kinds[0], kinds[1], err, out)
 		}
 	}
-	rolledBack := install(previous, previousTag)
+	rolledBack := install(previous, previousTag, nil)
 	time.Sleep(2 * leaseSeconds * time.Second)
 	holds("after the rollback", "b", 2, 0)
 	candidate("c")
@@ -97,9 +121,71 @@ func testUpgrade(t *testing.T) {
 	reportedAt(t, ns, "c", "work", "env=3 file=3", 90*time.Second)
 	measured("upgrade from the previous release and rollback (kubectl apply → rolled out)",
 		"%v / %v, holder kept, no revocation, tokens 1, 2, 3", upgraded.Round(time.Second), rolledBack.Round(time.Second))
+	overlap := "none refused"
+	if len(refused) > 0 {
+		overlap = fmt.Sprintf("%d refused, the last %v after the apply (webhook objects deleted %v after it)", len(refused),
+			lastRefusal.Sub(applied).Round(10*time.Millisecond), webhookGone.Sub(applied).Round(10*time.Millisecond))
+	}
+	measured("candidates created every 0.5 s through the upgrade", "%d created and waiting; %s", len(created), overlap)
 	if _, err := grants.Stop(); err != nil {
 		t.Errorf("grant oracle: %v", err)
 	}
+}
+
+// refusal is a candidate's creation the API server refused.
+type refusal struct {
+	pod string
+	at  time.Time
+	err error
+}
+
+// streamCandidates creates a candidate of lease every interval until the returned
+// function is called, which returns the pods created and the refusals.
+func streamCandidates(t *testing.T, ns, lease string, interval time.Duration) func() (created []string, refused []refusal) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	var created []string
+	var refused []refusal
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			pod := workloadPod(ns, fmt.Sprintf("%s-%d", lease, i), lease, corev1.Container{Name: "work", Command: []string{"/workload"}})
+			if err := rc.Client.Create(context.Background(), pod); err != nil {
+				refused = append(refused, refusal{pod.Name, time.Now(), err})
+			} else {
+				created = append(created, pod.Name)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+	return func() ([]string, []refusal) {
+		close(stop)
+		<-done
+		return created, refused
+	}
+}
+
+// streamSettled: of lease's n candidates, one holds and the others wait, gated.
+func streamSettled(t *testing.T, ns, lease string, n int) bool {
+	pods, err := clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: fencingv1.LeaseLabel + "=" + lease})
+	if err != nil || len(pods.Items) != n {
+		return false
+	}
+	holding, waiting := 0, 0
+	for _, p := range pods.Items {
+		switch fencingv1.PodState(p.Annotations[fencingv1.StateAnnotation]) {
+		case fencingv1.PodHolding:
+			holding++
+		case fencingv1.PodWaiting:
+			if slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == fencingv1.SchedulingGate }) {
+				waiting++
+			}
+		}
+	}
+	return holding == 1 && waiting == n-1
 }
 
 // operatorImagesAre: every operator pod, none terminating, runs image.

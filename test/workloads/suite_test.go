@@ -1,10 +1,10 @@
 // Package workloads runs the operator against a small real cluster (test/cluster): the
-// real scheduler and controller-manager, kwok nodes, and the shipped pod webhook.
+// real scheduler and controller-manager, kwok nodes, and candidates admitted by the shipped
+// admission policies, as the default install admits them (no webhook).
 package workloads
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,13 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
-	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 	"github.com/fencedlease/fencedlease/test/cluster"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
@@ -45,7 +41,6 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	env, err := testenv.New()
 	Expect(err).NotTo(HaveOccurred())
-	env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "webhook")}}
 	// A node silent for 10s is NotReady: the node-failure spec need not wait 40s.
 	cl, err = cluster.Start(cluster.Options{Env: env, Nodes: 2, NodeMonitorGracePeriod: 10 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
@@ -56,14 +51,8 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.NewWithWatch(cl.Config, client.Options{Scheme: testenv.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 
-	h, err := podwebhook.NewHandler(testenv.Scheme(), "fencedlease:test")
-	Expect(err).NotTo(HaveOccurred())
-	srvCtx, stop := context.WithCancel(ctx)
-	DeferCleanup(stop)
-	_, err = testenv.ServeWebhook(srvCtx, &env.WebhookInstallOptions, map[string]*webhook.Admission{
-		podwebhook.Path: {Handler: h}, finalizerwebhook.Path: {Handler: finalizerwebhook.Handler{}},
-	})
-	Expect(err).NotTo(HaveOccurred())
+	// As the default install admits candidates: the API server alone, no webhook.
+	Expect(testenv.InstallCandidateAdmission(ctx, k8s)).To(Succeed())
 })
 
 // newNamespace creates a namespace with the operator watching it and the grant oracle on it.
