@@ -262,8 +262,8 @@ deploy: build-installer ## Deploy the operator with image $(IMG) and agent image
 	kubectl apply --server-side -f dist/install.yaml
 
 .PHONY: undeploy
-undeploy: ## Remove fencedlease: every FencedLease first (the operator revokes the holders), then the operator, then the CRD.
-	go run ./hack/undeploy -f dist/install.yaml
+undeploy: ## Remove fencedlease: every FencedLease first (the operator revokes the holders), then the operator, then the CRD. BUNDLE=dist/install-webhook.yaml for the webhook install.
+	go run ./hack/undeploy -f $(or $(BUNDLE),dist/install.yaml)
 
 .PHONY: help
 help: ## Show the targets.

@@ -8,9 +8,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -84,7 +81,7 @@ func startLocalControlPlane(assets, kubeconfig string, withWebhook bool) (*local
 }
 
 // installPolicies installs config/policy with its parameter naming the user of cfg,
-// which the operator runs as here.
+// which the operator runs as here, and waits until they admit candidates.
 func installPolicies(cfg *rest.Config) error {
 	ctx := context.Background()
 	c, err := client.New(cfg, client.Options{})
@@ -99,18 +96,10 @@ func installPolicies(cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if ns := o.GetNamespace(); ns != "" {
-			err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-		}
-		if err := c.Create(ctx, o); err != nil {
-			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
-		}
+	if err := policy.Install(ctx, c, objs); err != nil {
+		return err
 	}
-	return nil
+	return policy.WaitUntilCandidatesAdmitted(ctx, c)
 }
 
 func writeKubeconfig(env *envtest.Environment, path string) error {

@@ -14,16 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/fencedlease/fencedlease/config/crd"
+	"github.com/fencedlease/fencedlease/config/policy"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease"
-	"github.com/fencedlease/fencedlease/controllers/finalizerwebhook"
-	"github.com/fencedlease/fencedlease/controllers/podwebhook"
 )
 
-// cluster is an embedded control plane with the operator and its webhook running in
-// this process, and a kubeconfig the pods' processes use.
+// cluster is an embedded control plane with the operator running in this process,
+// candidates admitted by the API server as in the default install (the mutating admission
+// policy and its check; no webhook), and a kubeconfig the pods' processes use.
 type cluster struct {
 	env        *envtest.Environment
 	cfg        *rest.Config
@@ -41,7 +40,6 @@ func startCluster(o options) (*cluster, error) {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: o.assets,
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(o.configDir, "webhook")}},
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -64,6 +62,10 @@ func startCluster(o options) (*cluster, error) {
 		c.stop()
 		return nil, err
 	}
+	if err := c.admitCandidates(); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("installing the candidate admission policies: %w", err)
+	}
 	if err := c.startOperator(); err != nil {
 		c.stop()
 		return nil, err
@@ -71,15 +73,30 @@ func startCluster(o options) (*cluster, error) {
 	return c, nil
 }
 
-// startOperator runs the same controller and webhooks the operator binary runs.
+// admitCandidates installs the policies that admit candidate pods, and waits until the
+// API server admits with them.
+func (c *cluster) admitCandidates() error {
+	ctx := context.Background()
+	objs, err := policy.CandidateAdmission("system:admin", demoAgentImage)
+	if err != nil {
+		return err
+	}
+	if err := policy.Install(ctx, c.client, objs); err != nil {
+		return err
+	}
+	return policy.WaitUntilCandidatesAdmitted(ctx, c.client)
+}
+
+// demoAgentImage is never pulled: the demo's pods ask for no agent.
+const demoAgentImage = "fencedlease-agent:demo"
+
+// startOperator runs the same controller the operator binary runs.
 func (c *cluster) startOperator() error {
-	w := c.env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{
 		Scheme:                 fencedlease.NewScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  fencedlease.CacheOptions(),
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir}),
 	})
 	if err != nil {
 		return err
@@ -89,12 +106,6 @@ func (c *cluster) startOperator() error {
 		Metrics: fencedlease.NewMetrics(metrics.Registry), MaxConcurrentReconciles: fencedlease.DefaultConcurrency}); err != nil {
 		return err
 	}
-	h, err := podwebhook.NewHandler(mgr.GetScheme(), "fencedlease-agent:demo") // the demo's pods ask for no agent
-	if err != nil {
-		return err
-	}
-	h.Register(mgr.GetWebhookServer())
-	finalizerwebhook.Handler{}.Register(mgr.GetWebhookServer())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

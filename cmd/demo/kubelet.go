@@ -45,7 +45,7 @@ func (k *kubelet) startIfGranted(ctx context.Context, p *corev1.Pod) error {
 		fencingv1.EnvHolderIdentity+"="+p.Name,
 	)
 	for _, e := range p.Spec.Containers[0].Env {
-		if e.Name == fencingv1.EnvSlot { // the webhook's, in a FencedLease with slots
+		if e.Name == fencingv1.EnvSlot { // admission's, in a FencedLease with slots
 			cmd.Env = append(cmd.Env, fencingv1.EnvSlot+"="+p.Annotations[fencingv1.SlotAnnotation])
 		}
 	}

@@ -1,5 +1,5 @@
 // Command demo shows the whole protocol on an embedded control plane: the real operator
-// and webhook, three labeled pods whose containers are local processes running the
+// and admission policies, three labeled pods whose containers are local processes running the
 // invoice scheduler, a holder paused past its lease, its revocation, the next holder with
 // token+1, and the paused holder's delayed write rejected by the ledger. Its second act
 // runs the scheduler in three shards (a FencedLease with spec.holders: 3) and pauses one
@@ -17,14 +17,13 @@ import (
 )
 
 type options struct {
-	assets, configDir, scheduler, dsn, workDir, svg string
-	duration                                        time.Duration
+	assets, scheduler, dsn, workDir, svg string
+	duration                             time.Duration
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "Folder with kube-apiserver and etcd (make envtest).")
-	flag.StringVar(&o.configDir, "config", "config", "The repository's config folder (for the webhook configuration).")
 	flag.StringVar(&o.scheduler, "scheduler", "bin/invoice-scheduler", "The invoice-scheduler binary the pods run.")
 	flag.StringVar(&o.dsn, "dsn", "", "Ledger: a PostgreSQL URL; default a SQLite file in a temp folder.")
 	flag.StringVar(&o.svg, "svg", "", "Also draw act 1's timeline as an SVG into this file (docs/timeline.svg is one).")

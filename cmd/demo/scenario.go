@@ -27,7 +27,7 @@ var workers = []string{"scheduler-1", "scheduler-2", "scheduler-3"}
 // run plays the stale-holder timeline and reports whether the invariant held.
 func run(ctx context.Context, o options) (bool, error) {
 	tl := &timeline{start: time.Now()}
-	tl.add("demo", "starting an embedded control plane with the operator and its webhook")
+	tl.add("demo", "starting an embedded control plane with the operator and the admission policies")
 	c, err := startCluster(o)
 	if err != nil {
 		return false, err
@@ -68,7 +68,7 @@ func run(ctx context.Context, o options) (bool, error) {
 		if err := c.client.Create(ctx, p); err != nil {
 			return false, err
 		}
-		tl.add("demo", "created pod %s: the webhook gated it (%d gate), state %s",
+		tl.add("demo", "created pod %s: admission gated it (%d gate), state %s",
 			name, len(p.Spec.SchedulingGates), p.Annotations[fencingv1.StateAnnotation])
 	}
 

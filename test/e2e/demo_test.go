@@ -14,7 +14,6 @@ import (
 // TestDemo runs `make demo`'s program, on SQLite and on PostgreSQL: it must print the
 // timeline and exit 0, which it does only if the invariant held.
 func TestDemo(t *testing.T) {
-	root := testenv.RepoRoot()
 	assets, err := testenv.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +24,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, ledger := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(ledger, func(t *testing.T) {
-			args := []string{"--assets", assets, "--scheduler", filepath.Join(bin, "invoice-scheduler"), "--config", filepath.Join(root, "config")}
+			args := []string{"--assets", assets, "--scheduler", filepath.Join(bin, "invoice-scheduler")}
 			svg := filepath.Join(t.TempDir(), "timeline.svg")
 			if ledger == "PostgreSQL" {
 				args = append(args, "--dsn", testenv.StartPostgres(t))

@@ -20,14 +20,14 @@ import (
 // testUpgrade: the previous release installed from its bundle (its CRD, its images, its
 // pod webhook failing closed), a holder at work behind its agent sidecar and a pod
 // waiting; then the current bundle applied as a user upgrades (kubectl apply
-// --server-side, then the webhook's objects deleted, as docs/operations.md says), and the
-// previous one applied again (the rollback). Across both, the holder is never revoked and
-// keeps renewing, the objects the other version wrote are served, and the next grants
-// continue the tokens. Through the upgrade a candidate is created every half second: each
-// waits, gated, except those refused while the previous webhook and the current policies
-// overlap (the previous webhook refuses what the policy added, and the policy what the
-// webhook did: refused, never admitted half-way), which must all fall between the apply
-// and a few seconds after the webhook's objects are deleted.
+// --server-side, then the webhook's objects deleted, as docs/operations.md says), the
+// previous one applied again (the rollback), and the current one again. Throughout, the
+// holder is never revoked and keeps renewing, the objects the other version wrote are
+// served, and the next grants continue the tokens. Through the first upgrade a candidate
+// is created every half second: each waits, gated. Where the previous webhook and the
+// current policies overlap (from the apply until the webhook configuration is deleted), a
+// creation may be refused — never admitted half-way — so a refusal outside that window,
+// plus the API server's few seconds to drop the deleted configuration, fails the spec.
 func testUpgrade(t *testing.T) {
 	root := testenv.RepoRoot()
 	current := filepath.Join(root, "dist", "install.yaml")
@@ -119,8 +119,12 @@ func testUpgrade(t *testing.T) {
 	candidate("c")
 	must(t, rc.Client.Delete(ctx, getPod(t, ns, "b")))
 	reportedAt(t, ns, "c", "work", "env=3 file=3", 90*time.Second)
-	measured("upgrade from the previous release and rollback (kubectl apply → rolled out)",
-		"%v / %v, holder kept, no revocation, tokens 1, 2, 3", upgraded.Round(time.Second), rolledBack.Round(time.Second))
+	// And the upgrade once more, so the specs after this one find the current install.
+	again := install(current, "dev", func() { deleteWebhookObjects(t) })
+	time.Sleep(2 * leaseSeconds * time.Second)
+	holds("after upgrading again", "c", 3, 0)
+	measured("upgrade from the previous release, rollback, upgrade again (kubectl apply → rolled out)",
+		"%v / %v / %v, holder kept, no revocation, tokens 1, 2, 3", upgraded.Round(time.Second), rolledBack.Round(time.Second), again.Round(time.Second))
 	overlap := "none refused"
 	if len(refused) > 0 {
 		overlap = fmt.Sprintf("%d refused, the last %v after the apply (webhook objects deleted %v after it)", len(refused),
