@@ -223,8 +223,9 @@ func leaseHolderRenews(t *testing.T, f *casFixture, k client.ObjectKey) bool {
 }
 
 // crashScenarios cover the passes that write more than once: a hand-over (Cold and Warm
-// successor, one grant and slots), a revoke request, a release followed by a grant, and a
-// grant on an idle FencedLease.
+// successor, one grant and slots), a revoke request, a release followed by a grant, a
+// grant on an idle FencedLease, and a Warm FencedLease's new candidates let run (W1, one
+// write each; the grant is the next pass's).
 func crashScenarios() []crashScenario {
 	// expire steps past the grant's limit: its lease, or its startup deadline (which the
 	// API server defaults, and the fake client does not).
@@ -250,6 +251,7 @@ func crashScenarios() []crashScenario {
 			leaseHolderReleases(t, f, key)
 		}},
 		{"grant on an idle FencedLease", func(t *testing.T) *casFixture { return newIdleFixture(t, 4) }, func(*testing.T, *casFixture) {}},
+		{"a Warm FencedLease's new candidates let run (W1)", func(t *testing.T) *casFixture { return newIdleWarmFixture(t) }, func(*testing.T, *casFixture) {}},
 		{"slot 0 hand-over to a Warm pod, slot 1 renewing", func(t *testing.T) *casFixture {
 			return newSlotsFixture(t, warmPod("b", t0.Add(time.Second)))
 		}, func(t *testing.T, f *casFixture) {

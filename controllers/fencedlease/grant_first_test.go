@@ -26,6 +26,18 @@ func newIdleFixture(t *testing.T, high int64) *casFixture {
 	return fixtureOf(objs...)
 }
 
+// newIdleWarmFixture is a Warm FencedLease whose last grant ended (its Lease the
+// tombstone of token 4), with two candidates as admission leaves them: gated, no standby
+// recorded (W1 has not let them run).
+func newIdleWarmFixture(t *testing.T) *casFixture {
+	t.Helper()
+	fl := newFL(10)
+	fl.Finalizers = []string{fencingv1.Finalizer}
+	fl.Spec.Standby = fencingv1.StandbyWarm
+	a, b := pod("a", t0), pod("b", t0.Add(time.Second))
+	return fixtureOf(fl, &a, &b, tombstone(4))
+}
+
 func (f *casFixture) leaseOrNil(t *testing.T) *coordinationv1.Lease {
 	t.Helper()
 	l := &coordinationv1.Lease{}
