@@ -285,13 +285,16 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		Expect(sum(events)).To(Equal(2), "one Granted event on the FencedLease and one on the pod: %v", events)
 	})
 
-	It("grants a new FencedLease that carries its finalizer from its creation (the webhook install's FencedLease webhook) with the grant's three writes alone", func() {
-		// The pod right before its FencedLease, as applied together: waiting less than W2's
-		// grace, so no FencedLeaseNotFound condition is written.
+	// grantNew creates a FencedLease with finalizers right after its pod, as applied
+	// together (the pod waits less than W2's grace: no FencedLeaseNotFound condition is
+	// written), and counts the operator's writes until the pod holds, has renewed once and
+	// nothing more is due.
+	grantNew := func(finalizers []string) (objects, events map[string]int) {
+		GinkgoHelper()
 		counter.startWhenQuiet()
 		createPod(ns, "a", "invoices")
 		fl := &fencingv1.FencedLease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices", Finalizers: []string{fencingv1.Finalizer}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices", Finalizers: finalizers},
 			Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 5, StartupDeadlineSeconds: 5},
 		}
 		Expect(k8s.Create(ctx, fl)).To(Succeed())
@@ -302,39 +305,26 @@ var _ = Describe("Writes per grant and per failover (issue 10)", func() {
 		expectHolder(ns, "invoices", "a", 1)
 		counter.awaitEvents(2)
 		Consistently(counter.writes).WithTimeout(time.Second).WithPolling(poll).Should(Equal(counter.writes()))
-		objects, events := writes(counter.stop())
-		GinkgoWriter.Printf("new FencedLease: writes %v, events %v\n", objects, events)
+		objects, events = writes(counter.stop())
+		GinkgoWriter.Printf("new FencedLease with finalizers %v: writes %v, events %v\n", finalizers, objects, events)
+		Expect(getFL(ns, "invoices").Finalizers).To(Equal([]string{fencingv1.Finalizer}))
+		return objects, events
+	}
+
+	It("grants a new FencedLease that carries its finalizer from its creation (the webhook install's FencedLease webhook) with the grant's three writes alone", func() {
+		objects, events := grantNew([]string{fencingv1.Finalizer})
 		Expect(objects).NotTo(HaveKey("PUT /apis/fencing.fencedlease.io/v1alpha1/namespaces/"+ns+"/fencedleases/invoices"),
 			"no metadata write: the finalizer came with the creation")
 		Expect(sum(objects)).To(Equal(3), "the Lease, the pod, the status: %v", objects)
 		Expect(sum(events)).To(Equal(2), "%v", events)
-		Expect(getFL(ns, "invoices").Finalizers).To(Equal([]string{fencingv1.Finalizer}))
 	})
 
 	It("grants a new FencedLease created as written (the default install: no webhook puts the finalizer on) with one write more, the finalizer's", func() {
-		// The pod right before its FencedLease, as applied together: waiting less than W2's
-		// grace, so no FencedLeaseNotFound condition is written.
-		counter.startWhenQuiet()
-		createPod(ns, "a", "invoices")
-		fl := &fencingv1.FencedLease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices"},
-			Spec:       fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 5, StartupDeadlineSeconds: 5},
-		}
-		Expect(k8s.Create(ctx, fl)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(getLease(g, ns, "invoices").Spec.HolderIdentity).To(HaveValue(Equal("a")))
-		}).WithTimeout(timeout).Should(Succeed())
-		renew(ns, "invoices")
-		expectHolder(ns, "invoices", "a", 1)
-		counter.awaitEvents(2)
-		Consistently(counter.writes).WithTimeout(time.Second).WithPolling(poll).Should(Equal(counter.writes()))
-		objects, events := writes(counter.stop())
-		GinkgoWriter.Printf("new FencedLease without the finalizer: writes %v, events %v\n", objects, events)
+		objects, events := grantNew(nil)
 		Expect(objects).To(HaveKeyWithValue("PUT /apis/fencing.fencedlease.io/v1alpha1/namespaces/"+ns+"/fencedleases/invoices", 1),
 			"one metadata write: the finalizer")
 		Expect(sum(objects)).To(Equal(4), "the finalizer, the Lease, the pod, the status: %v", objects)
 		Expect(sum(events)).To(Equal(2), "%v", events)
-		Expect(getFL(ns, "invoices").Finalizers).To(Equal([]string{fencingv1.Finalizer}))
 	})
 
 	// failOver lets holder a of a FencedLease under policy stop renewing while b waits, and
