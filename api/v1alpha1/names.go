@@ -84,6 +84,16 @@ const (
 	ReasonFencedLeaseFound    = "FencedLeaseFound"
 )
 
+// AdmittedCondition is the pod condition the operator sets, False (reason NotAdmitted,
+// with a Warning event), on a pod that carries the lease label but that admission never
+// made a candidate — created while no admission was in place, such as in the moment
+// before the API server loaded the admission policies: it was stored as written, ungated,
+// and is never granted.
+const AdmittedCondition = "fencing.fencedlease.io/Admitted"
+
+// ReasonNotAdmitted is AdmittedCondition's reason.
+const ReasonNotAdmitted = "NotAdmitted"
+
 // PodState is the value of StateAnnotation.
 type PodState string
 

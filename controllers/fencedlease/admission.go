@@ -19,13 +19,15 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 
 // Admission gates every candidate alike and reads no FencedLease, so what depends on the
-// FencedLease is decided here, from its spec as it is when the operator acts (W1, W2).
+// FencedLease is decided here, from its spec as it is when the operator acts (W1, W2), and
+// a labeled pod admission never saw is reported here (W3).
 
-// letWarmCandidatesRun removes the gate of fl's waiting candidates that have none of
-// their own standby yet when fl is Warm, recording standby Warm in the same patch (W1),
-// and turns True the condition W2 set on its pods while fl did not exist. wrote: the
-// pass must wait for the cache to show these writes.
-func (r *Reconciler) letWarmCandidatesRun(ctx context.Context, fl *fencingv1.FencedLease) (wrote bool, err error) {
+// finishAdmission removes the gate of fl's waiting candidates that have none of their own
+// standby yet when fl is Warm, recording standby Warm in the same patch (W1), turns True
+// the condition W2 set on its pods while fl did not exist, and tells a labeled pod that
+// admission never made a candidate so, once (W3). wrote: the pass must wait for the cache
+// to show these writes.
+func (r *Reconciler) finishAdmission(ctx context.Context, fl *fencingv1.FencedLease) (wrote bool, err error) {
 	pods, err := r.pods.forLease(fl.Namespace, fl.Name)
 	if err != nil {
 		return false, err
@@ -33,9 +35,15 @@ func (r *Reconciler) letWarmCandidatesRun(ctx context.Context, fl *fencingv1.Fen
 	warm := fl.Spec.Standby == fencingv1.StandbyWarm && fl.DeletionTimestamp == nil
 	for i := range pods {
 		p := &pods[i]
-		if c := leaseFound(p); c != nil && c.Status != corev1.ConditionTrue {
-			if err := r.setLeaseFound(ctx, p, corev1.ConditionTrue, fencingv1.ReasonFencedLeaseFound,
+		if c := condition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status != corev1.ConditionTrue {
+			if err := r.setCondition(ctx, p, fencingv1.LeaseFoundCondition, corev1.ConditionTrue, fencingv1.ReasonFencedLeaseFound,
 				fmt.Sprintf("FencedLease %q exists", fl.Name)); err != nil {
+				return wrote, err
+			}
+			wrote = true
+		}
+		if neverAdmitted(p) && condition(p, fencingv1.AdmittedCondition) == nil {
+			if err := r.reportNotAdmitted(ctx, p); err != nil {
 				return wrote, err
 			}
 			wrote = true
@@ -87,7 +95,7 @@ func (r *Reconciler) reportMissing(ctx context.Context, key types.NamespacedName
 	now := r.Clock.Now()
 	for i := range pods {
 		p := &pods[i]
-		if c := leaseFound(p); c != nil && c.Status == corev1.ConditionFalse || !awaitsGrant(p) {
+		if c := condition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status == corev1.ConditionFalse || !awaitsGrant(p) {
 			continue
 		}
 		// The pod's creation time is the API server's clock: only when to speak depends on it.
@@ -99,7 +107,7 @@ func (r *Reconciler) reportMissing(ctx context.Context, key types.NamespacedName
 		}
 		note := fmt.Sprintf("the label %s names FencedLease %q, which does not exist in namespace %q: the pod waits, gated, until it is created",
 			fencingv1.LeaseLabel, key.Name, key.Namespace)
-		if err := r.setLeaseFound(ctx, p, corev1.ConditionFalse, fencingv1.ReasonFencedLeaseNotFound, note); err != nil {
+		if err := r.setCondition(ctx, p, fencingv1.LeaseFoundCondition, corev1.ConditionFalse, fencingv1.ReasonFencedLeaseNotFound, note); err != nil {
 			return 0, err
 		}
 		if r.Recorder != nil {
@@ -119,19 +127,43 @@ func awaitsGrant(p *corev1.Pod) bool {
 	return !granted && p.DeletionTimestamp == nil && !grantorder.Finished(p) && grantorder.PodState(p) == fencingv1.PodWaiting
 }
 
-func leaseFound(p *corev1.Pod) *corev1.PodCondition {
+// neverAdmitted: p carries the lease label but admission never made it a candidate (no
+// state), and it still runs or may.
+func neverAdmitted(p *corev1.Pod) bool {
+	_, admitted := p.Annotations[fencingv1.StateAnnotation]
+	return !admitted && p.DeletionTimestamp == nil && !grantorder.Finished(p)
+}
+
+// reportNotAdmitted tells p that admission never saw it (W3): the condition Admitted
+// False and a Warning event. It is never granted; its controller recreates it through
+// admission once it is deleted.
+func (r *Reconciler) reportNotAdmitted(ctx context.Context, p *corev1.Pod) error {
+	note := fmt.Sprintf("created with the label %s but not admitted as a candidate (no admission was in place, "+
+		"or the API server had not loaded the MutatingAdmissionPolicy fencedlease-candidate yet): it is not gated and is never granted; "+
+		"delete it, and its controller recreates it through admission", fencingv1.LeaseLabel)
+	if err := r.setCondition(ctx, p, fencingv1.AdmittedCondition, corev1.ConditionFalse, fencingv1.ReasonNotAdmitted, note); err != nil {
+		return err
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, fencingv1.ReasonNotAdmitted, "Admit", "%s", note)
+	}
+	return nil
+}
+
+// condition is p's condition of type t, or nil.
+func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == fencingv1.LeaseFoundCondition {
+		if p.Status.Conditions[i].Type == t {
 			return &p.Status.Conditions[i]
 		}
 	}
 	return nil
 }
 
-// setLeaseFound writes the condition on p's status by strategic merge, which merges
+// setCondition writes condition t on p's status by strategic merge, which merges
 // conditions by type: the kubelet's and the scheduler's stay as they are.
-func (r *Reconciler) setLeaseFound(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, reason, message string) error {
-	cond := corev1.PodCondition{Type: fencingv1.LeaseFoundCondition, Status: status, Reason: reason, Message: message,
+func (r *Reconciler) setCondition(ctx context.Context, p *corev1.Pod, t corev1.PodConditionType, status corev1.ConditionStatus, reason, message string) error {
+	cond := corev1.PodCondition{Type: t, Status: status, Reason: reason, Message: message,
 		LastTransitionTime: metav1.NewTime(r.Clock.Now())}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
 	if err != nil {
@@ -141,7 +173,7 @@ func (r *Reconciler) setLeaseFound(ctx context.Context, p *corev1.Pod, status co
 	err = r.Status().Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch))
 	r.ownWrites.after(p, from, err)
 	if err != nil {
-		return fmt.Errorf("setting condition %s on pod %s: %w", fencingv1.LeaseFoundCondition, p.Name, err)
+		return fmt.Errorf("setting condition %s on pod %s: %w", t, p.Name, err)
 	}
 	return nil
 }

@@ -14,13 +14,29 @@ import (
 )
 
 // leaseFoundOf is pod p's condition FencedLeaseFound, or nil.
-func leaseFoundOf(p *corev1.Pod) *corev1.PodCondition {
+func leaseFoundOf(p *corev1.Pod) *corev1.PodCondition { return conditionOf(p, fencingv1.LeaseFoundCondition) }
+
+// conditionOf is pod p's condition of type t, or nil.
+func conditionOf(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == fencingv1.LeaseFoundCondition {
+		if p.Status.Conditions[i].Type == t {
 			return &p.Status.Conditions[i]
 		}
 	}
 	return nil
+}
+
+// eventReasonsOf are the reasons of the events regarding pod name in ns.
+func eventReasonsOf(g Gomega, ns, name string) []string {
+	events := &eventsv1.EventList{}
+	g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	var reasons []string
+	for _, e := range events.Items {
+		if e.Regarding.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
 }
 
 // Admission gates every candidate alike and reads no FencedLease (issue 59, item 2): the
@@ -108,15 +124,7 @@ var _ = Describe("Candidates admitted alike", func() {
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		GinkgoWriter.Printf("condition set %v after the pod's creation\n", time.Since(start))
 		Eventually(func(g Gomega) {
-			events := &eventsv1.EventList{}
-			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-			var reasons []string
-			for _, e := range events.Items {
-				if e.Regarding.Name == "early" {
-					reasons = append(reasons, e.Reason)
-				}
-			}
-			g.Expect(reasons).To(ConsistOf(fencingv1.ReasonFencedLeaseNotFound), "one event, not one per pass")
+			g.Expect(eventReasonsOf(g, ns, "early")).To(ConsistOf(fencingv1.ReasonFencedLeaseNotFound), "one event, not one per pass")
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
 		Expect(getPodDirect(ns, "early").Spec.SchedulingGates).NotTo(BeEmpty(), "it waits, gated")
 
@@ -129,6 +137,29 @@ var _ = Describe("Candidates admitted alike", func() {
 			g.Expect(c.Status).To(Equal(corev1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(fencingv1.ReasonFencedLeaseFound))
 		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	})
+
+	It("W3: tells a labeled pod that admission never saw so, once, and never grants it; an admitted one is granted", func() {
+		createFL(ns, "payroll", 15, fencingv1.KeepPodPolicy)
+		// As the API server stores a labeled pod while no admission acts: as written.
+		stray := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stray", Labels: map[string]string{fencingv1.LeaseLabel: "payroll"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "work", Image: "example.invalid/work"}}}}
+		Expect(k8s.Create(ctx, stray)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := conditionOf(getPod(g, ns, "stray"), fencingv1.AdmittedCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(fencingv1.ReasonNotAdmitted))
+			g.Expect(c.Message).To(ContainSubstring("not admitted as a candidate"))
+			g.Expect(eventReasonsOf(g, ns, "stray")).To(ConsistOf(fencingv1.ReasonNotAdmitted))
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		createPod(ns, "admitted", "payroll")
+		expectHolder(ns, "payroll", "admitted", 1)
+		Consistently(func(g Gomega) {
+			g.Expect(eventReasonsOf(g, ns, "stray")).To(ConsistOf(fencingv1.ReasonNotAdmitted), "one event, not one per pass")
+			g.Expect(getPodDirect(ns, "stray").Annotations).NotTo(HaveKey(fencingv1.TokenAnnotation), "never granted")
+		}).WithTimeout(2 * time.Second).WithPolling(poll).Should(Succeed())
 	})
 })
 

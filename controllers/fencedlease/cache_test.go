@@ -70,6 +70,18 @@ func TestCompactPodKeepsOnlyWhatTheControllerReads(t *testing.T) {
 	if _, leaked := cached.Labels["z"]; leaked || !equality.Semantic.DeepEqual(copied.Gates, cached.Gates) {
 		t.Error("DeepCopyObject shares the labels, or lost the gates")
 	}
+	// The conditions the operator sets (W2, W3) are kept, and nothing else of the status.
+	withOurs := full.DeepCopy()
+	ours := []corev1.PodCondition{{Type: fencingv1.LeaseFoundCondition, Status: corev1.ConditionTrue},
+		{Type: fencingv1.AdmittedCondition, Status: corev1.ConditionFalse, Reason: fencingv1.ReasonNotAdmitted}}
+	withOurs.Status.Conditions = append(withOurs.Status.Conditions, ours...)
+	gotOurs, err := compactPod(withOurs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept := gotOurs.(*cachedPod).DeepCopyObject().(*cachedPod).pod().Status.Conditions; !equality.Semantic.DeepEqual(kept, ours) {
+		t.Errorf("conditions kept: %+v, want the operator's own: %+v", kept, ours)
+	}
 	// Of the container statuses: those that wait for a reason that says the container
 	// cannot run, and those that restarted (how they last ended), no more.
 	withStatuses := full.DeepCopy()

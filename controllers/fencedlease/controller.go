@@ -75,8 +75,8 @@ const (
 	maxRetryDelay = time.Second
 )
 
-// reconcile is one pass: get the FencedLease, pass its gates, let its Warm candidates
-// run, observe, decide, run the plan, remember. Nothing after decide decides again; what
+// reconcile is one pass: get the FencedLease, pass its gates, finish its pods' admission
+// (let its Warm candidates run), observe, decide, run the plan, remember. Nothing after decide decides again; what
 // the pass remembers it writes in one place, from what it observed and what of its plan
 // landed.
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -84,7 +84,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if fl == nil || err != nil {
 		return wait, err
 	}
-	if wrote, err := r.letWarmCandidatesRun(ctx, fl); err != nil {
+	if wrote, err := r.finishAdmission(ctx, fl); err != nil {
 		return ctrl.Result{}, err
 	} else if wrote {
 		return ctrl.Result{RequeueAfter: cacheBehind}, nil

@@ -92,6 +92,7 @@
 //
 //	W1. A Warm FencedLease's gated waiting candidate is let run: one patch removes the gate and sets standby Warm.
 //	W2. A pod waiting 3 s for a FencedLease that does not exist gets an event and the condition FencedLeaseFound False, once.
+//	W3. A labeled pod admission never made a candidate gets an event and the condition Admitted False, once; it is never granted.
 //
 // N slots (spec.holders above 1; slots.go, slotpass.go):
 //

@@ -336,7 +336,7 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			w.v.note("pass killed after %d write(s); restarted → %s", k, w.statusLine())
 		},
 		"G1 H1 H4 H5 L1 X7 X9 W1 a workload moves":            func(rt *rapid.T) { oneOf(rt, w.podActions()) },
-		"H6 Q1 G1 A1 A2 A3 D1 W1 W2 a user changes something": func(rt *rapid.T) { oneOf(rt, w.userActions()) },
+		"H6 Q1 G1 A1 A2 A3 D1 W1 W2 W3 a user changes something": func(rt *rapid.T) { oneOf(rt, w.userActions()) },
 		"": func(rt *rapid.T) {
 			w.v.check(rt, w.f.c)
 			w.checkAuthority(rt)
@@ -346,7 +346,7 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 	}
 }
 
-// checkAuthority: a pod no webhook admitted is never granted (A1);
+// checkAuthority: a pod no admission admitted is never granted (A1);
 // a Lease without the lease label is never written (A3).
 func (w *historyWorld) checkAuthority(rt *rapid.T) {
 	for _, p := range w.podList(rt) {
@@ -505,7 +505,7 @@ func (w *historyWorld) userActions() map[string]func(*rapid.T) {
 			}
 			w.v.note("lease label taken off pod %s", p.Name)
 		},
-		"A1 a user labels a running pod the webhook never admitted": func(rt *rapid.T) {
+		"A1 W3 a labeled pod admission never saw appears, running (created before the policies were loaded, or labeled by hand)": func(rt *rapid.T) {
 			name := fmt.Sprintf("labeled-later-%d", len(w.forged))
 			p := pod(name, w.f.clock.Now())
 			p.UID = types.UID("uid-" + name)

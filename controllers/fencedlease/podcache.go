@@ -60,9 +60,8 @@ type cachedPod struct {
 	// runs, as nearly all do.
 	StuckInit, Stuck []corev1.ContainerStatus
 	Unscheduled      *corev1.PodCondition
-	// LeaseFound is the condition W2 sets on a pod whose FencedLease does not exist,
-	// when the pod has it.
-	LeaseFound *corev1.PodCondition
+	// LeaseFound and Admitted are the conditions W2 and W3 set, when the pod has them.
+	LeaseFound, Admitted *corev1.PodCondition
 }
 
 // DeepCopyObject makes cachedPod a runtime.Object, as the informer and the event handlers
@@ -75,6 +74,9 @@ func (p *cachedPod) DeepCopyObject() runtime.Object {
 	}
 	if p.LeaseFound != nil {
 		out.LeaseFound = p.LeaseFound.DeepCopy()
+	}
+	if p.Admitted != nil {
+		out.Admitted = p.Admitted.DeepCopy()
 	}
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
@@ -90,7 +92,7 @@ func (p *cachedPod) pod() corev1.Pod {
 	out.Status.Message = p.Message
 	out.Status.InitContainerStatuses = deepCopyStatuses(p.StuckInit)
 	out.Status.ContainerStatuses = deepCopyStatuses(p.Stuck)
-	for _, c := range []*corev1.PodCondition{p.Unscheduled, p.LeaseFound} {
+	for _, c := range []*corev1.PodCondition{p.Unscheduled, p.LeaseFound, p.Admitted} {
 		if c != nil {
 			out.Status.Conditions = append(out.Status.Conditions, *c.DeepCopy())
 		}
@@ -148,6 +150,9 @@ func compactPod(obj any) (any, error) {
 		}
 		if cond.Type == fencingv1.LeaseFoundCondition {
 			c.LeaseFound = cond.DeepCopy()
+		}
+		if cond.Type == fencingv1.AdmittedCondition {
+			c.Admitted = cond.DeepCopy()
 		}
 	}
 	c.ManagedFields = nil

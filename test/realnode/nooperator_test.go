@@ -53,6 +53,7 @@ func testCandidatesWithoutTheOperator(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the StatefulSet did not replace its pod while the operator was down:\n%s", clusterState(ns))
 	}
+	time.Sleep(1100 * time.Millisecond) // creation times are in seconds: the replacement is the oldest
 	run := template(true)
 	run.Labels = map[string]string{fencingv1.LeaseLabel: lease}
 	run.Spec.RestartPolicy = corev1.RestartPolicyNever

@@ -24,10 +24,11 @@ import (
 // previous one applied again (the rollback), and the current one again. Throughout, the
 // holder is never revoked and keeps renewing, the objects the other version wrote are
 // served, and the next grants continue the tokens. Through the first upgrade a candidate
-// is created every half second: each waits, gated. Where the previous webhook and the
-// current policies overlap (from the apply until the webhook configuration is deleted), a
-// creation may be refused — never admitted half-way — so a refusal outside that window,
-// plus the API server's few seconds to drop the deleted configuration, fails the spec.
+// is created every half second: each must come back gated from its creation and wait.
+// Where the previous webhook and the current policies overlap (from the apply until the
+// webhook configuration is deleted), a creation may be refused — never admitted half-way —
+// so a refusal outside that window, plus the API server's few seconds to drop the deleted
+// configuration, fails the spec.
 func testUpgrade(t *testing.T) {
 	root := testenv.RepoRoot()
 	current := filepath.Join(root, "dist", "install.yaml")
@@ -76,14 +77,18 @@ func testUpgrade(t *testing.T) {
 
 	// Candidates of a FencedLease of their own, created through the upgrade.
 	const streamed = "stream"
+	// Nothing renews for its holder (no agent): a startup deadline past the spec's end.
 	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: streamed},
-		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 60}}))
-	stopStream := streamCandidates(t, ns, streamed, 500*time.Millisecond)
+		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 900}}))
+	stopStream := streamCandidates(ns, streamed, 500*time.Millisecond)
 	applied := time.Now()
 	var webhookGone time.Time
 	upgraded := install(current, "dev", func() { deleteWebhookObjects(t); webhookGone = time.Now() })
 	time.Sleep(2 * leaseSeconds * time.Second)
-	created, refused := stopStream()
+	created, ungated, refused := stopStream()
+	for _, u := range ungated {
+		t.Errorf("admitted without the gate through the upgrade: %s", u)
+	}
 	// The API server drops a deleted webhook configuration within a second or so.
 	const propagation = 5 * time.Second
 	var lastRefusal time.Time
@@ -95,7 +100,7 @@ func testUpgrade(t *testing.T) {
 		lastRefusal = r.at
 	}
 	if err := poll(time.Minute, func() bool { return streamSettled(t, ns, streamed, len(created)) }); err != nil {
-		t.Errorf("the %d streamed candidates are not one holder and the rest waiting, gated", len(created))
+		t.Errorf("the %d streamed candidates are not one holder and the rest waiting, gated:\n%s", len(created), streamState(t, ns, streamed))
 	}
 	must(t, clientset(t).CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: fencingv1.LeaseLabel + "=" + streamed}))
 	holds("after the upgrade", "a", 1, 0)
@@ -144,10 +149,11 @@ type refusal struct {
 }
 
 // streamCandidates creates a candidate of lease every interval until the returned
-// function is called, which returns the pods created and the refusals.
-func streamCandidates(t *testing.T, ns, lease string, interval time.Duration) func() (created []string, refused []refusal) {
+// function is called, which returns the pods created, those of them the API server
+// admitted without the gate (with what admission left on them), and the refusals.
+func streamCandidates(ns, lease string, interval time.Duration) func() (created, ungated []string, refused []refusal) {
 	stop, done := make(chan struct{}), make(chan struct{})
-	var created []string
+	var created, ungated []string
 	var refused []refusal
 	go func() {
 		defer close(done)
@@ -157,6 +163,10 @@ func streamCandidates(t *testing.T, ns, lease string, interval time.Duration) fu
 				refused = append(refused, refusal{pod.Name, time.Now(), err})
 			} else {
 				created = append(created, pod.Name)
+				if !slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == fencingv1.SchedulingGate }) {
+					ungated = append(ungated, fmt.Sprintf("%s at %s: gates %v, annotations %v, containers' env %v",
+						pod.Name, time.Now().Format("15:04:05.000"), pod.Spec.SchedulingGates, pod.Annotations, pod.Spec.Containers[0].Env))
+				}
 			}
 			select {
 			case <-stop:
@@ -165,10 +175,10 @@ func streamCandidates(t *testing.T, ns, lease string, interval time.Duration) fu
 			}
 		}
 	}()
-	return func() ([]string, []refusal) {
+	return func() ([]string, []string, []refusal) {
 		close(stop)
 		<-done
-		return created, refused
+		return created, ungated, refused
 	}
 }
 
@@ -190,6 +200,21 @@ func streamSettled(t *testing.T, ns, lease string, n int) bool {
 		}
 	}
 	return holding == 1 && waiting == n-1
+}
+
+// streamState lists lease's candidates: state, token, gates, node.
+func streamState(t *testing.T, ns, lease string) string {
+	pods, err := clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: fencingv1.LeaseLabel + "=" + lease})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "  %s created %s: state %q token %q standby %q gates %v node %q phase %s\n", p.Name, p.CreationTimestamp.Format("15:04:05"),
+			p.Annotations[fencingv1.StateAnnotation], p.Annotations[fencingv1.TokenAnnotation], p.Annotations[fencingv1.StandbyAnnotation],
+			p.Spec.SchedulingGates, p.Spec.NodeName, p.Status.Phase)
+	}
+	return b.String()
 }
 
 // operatorImagesAre: every operator pod, none terminating, runs image.

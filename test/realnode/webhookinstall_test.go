@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
@@ -36,14 +37,32 @@ func applyBundle(t *testing.T, bundle string, after func()) time.Duration {
 }
 
 // deleteWebhookObjects deletes what a webhook install has beyond the default one, as
-// docs/operations.md says, right after the default bundle is applied.
+// docs/operations.md says, once the default bundle is applied and the API server admits
+// candidates with its policies (it loads them asynchronously: deleted before, the webhook
+// configuration leaves a moment where nothing gates a labeled pod, which this spec caught).
 func deleteWebhookObjects(t *testing.T) {
 	t.Helper()
+	waitUntilThePolicyAdmits(t)
 	for _, o := range webhookObjects {
 		args := append([]string{"delete", "--ignore-not-found", "--wait=false"}, o...)
 		if out, err := kubectl(args...); err != nil {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// waitUntilThePolicyAdmits probes, as docs/operations.md does, with a server-side dry run
+// in kube-system, which the pod webhook skips (and Pod Security does not restrict): a
+// gated answer is the mutating policy's.
+func waitUntilThePolicyAdmits(t *testing.T) {
+	t.Helper()
+	probe := func() string {
+		out, _ := kubectl("-n", "kube-system", "run", "admission-probe", "--image=probe", "--restart=Never", "--dry-run=server",
+			"--labels="+fencingv1.LeaseLabel+"=probe", "-o", "jsonpath={.spec.schedulingGates[*].name}")
+		return out
+	}
+	if err := poll(time.Minute, func() bool { return strings.Contains(probe(), fencingv1.SchedulingGate) }); err != nil {
+		t.Fatalf("the API server does not gate a labeled pod with the mutating policy a minute after the apply: %q", probe())
 	}
 }
 
