@@ -14,7 +14,9 @@ import (
 )
 
 // leaseFoundOf is pod p's condition FencedLeaseFound, or nil.
-func leaseFoundOf(p *corev1.Pod) *corev1.PodCondition { return conditionOf(p, fencingv1.LeaseFoundCondition) }
+func leaseFoundOf(p *corev1.Pod) *corev1.PodCondition {
+	return conditionOf(p, fencingv1.LeaseFoundCondition)
+}
 
 // conditionOf is pod p's condition of type t, or nil.
 func conditionOf(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {

@@ -335,7 +335,7 @@ func (w *historyWorld) actions() map[string]func(*rapid.T) {
 			w.f.restart()
 			w.v.note("pass killed after %d write(s); restarted → %s", k, w.statusLine())
 		},
-		"G1 H1 H4 H5 L1 X7 X9 W1 a workload moves":            func(rt *rapid.T) { oneOf(rt, w.podActions()) },
+		"G1 H1 H4 H5 L1 X7 X9 W1 a workload moves":               func(rt *rapid.T) { oneOf(rt, w.podActions()) },
 		"H6 Q1 G1 A1 A2 A3 D1 W1 W2 W3 a user changes something": func(rt *rapid.T) { oneOf(rt, w.userActions()) },
 		"": func(rt *rapid.T) {
 			w.v.check(rt, w.f.c)
