@@ -92,7 +92,7 @@ func (r *Reconciler) reportMissing(ctx context.Context, key types.NamespacedName
 	if err != nil {
 		return 0, err
 	}
-	now := r.Clock.Now()
+	now := r.clock.Now()
 	for i := range pods {
 		p := &pods[i]
 		if c := condition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status == corev1.ConditionFalse || !awaitsGrant(p) {
@@ -110,8 +110,8 @@ func (r *Reconciler) reportMissing(ctx context.Context, key types.NamespacedName
 		if err := r.setCondition(ctx, p, fencingv1.LeaseFoundCondition, corev1.ConditionFalse, fencingv1.ReasonFencedLeaseNotFound, note); err != nil {
 			return 0, err
 		}
-		if r.Recorder != nil {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, fencingv1.ReasonFencedLeaseNotFound, "Admit", "%s", note)
+		if r.recorder != nil {
+			r.recorder.Eventf(p, nil, corev1.EventTypeWarning, fencingv1.ReasonFencedLeaseNotFound, "Admit", "%s", note)
 		}
 	}
 	return retry, nil
@@ -144,8 +144,8 @@ func (r *Reconciler) reportNotAdmitted(ctx context.Context, p *corev1.Pod) error
 	if err := r.setCondition(ctx, p, fencingv1.AdmittedCondition, corev1.ConditionFalse, fencingv1.ReasonNotAdmitted, note); err != nil {
 		return err
 	}
-	if r.Recorder != nil {
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, fencingv1.ReasonNotAdmitted, "Admit", "%s", note)
+	if r.recorder != nil {
+		r.recorder.Eventf(p, nil, corev1.EventTypeWarning, fencingv1.ReasonNotAdmitted, "Admit", "%s", note)
 	}
 	return nil
 }
@@ -164,7 +164,7 @@ func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 // conditions by type: the kubelet's and the scheduler's stay as they are.
 func (r *Reconciler) setCondition(ctx context.Context, p *corev1.Pod, t corev1.PodConditionType, status corev1.ConditionStatus, reason, message string) error {
 	cond := corev1.PodCondition{Type: t, Status: status, Reason: reason, Message: message,
-		LastTransitionTime: metav1.NewTime(r.Clock.Now())}
+		LastTransitionTime: metav1.NewTime(r.clock.Now())}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
 	if err != nil {
 		return err

@@ -117,23 +117,23 @@ func TestCompactPodKeepsOnlyWhatTheControllerReads(t *testing.T) {
 func TestOwnWritesRemembersThePatchedVersion(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	o := newOwnWrites(clock)
-	if o.landed("u1", "5") {
+	if o.wroteOver("u1", "5") {
 		t.Fatal("nothing written yet")
 	}
 	o.wrote("u1", "5")
-	if !o.landed("u1", "5") {
+	if !o.wroteOver("u1", "5") {
 		t.Error("version 5 was patched: a reconcile reading it again must not patch it again")
 	}
-	if o.landed("u1", "6") || o.landed("u2", "5") {
+	if o.wroteOver("u1", "6") || o.wroteOver("u2", "5") {
 		t.Error("another version or pod is not covered")
 	}
 	o.wrote("u1", "6") // a second write in the same reconcile (finalizer, then status)
-	if !o.landed("u1", "5") || !o.landed("u1", "6") {
+	if !o.wroteOver("u1", "5") || !o.wroteOver("u1", "6") {
 		t.Error("both versions written over are behind")
 	}
 	clock.Step(ownWriteMemory)
 	o.wrote("u2", "9") // prunes what is a minute old
-	if o.landed("u1", "5") {
+	if o.wroteOver("u1", "5") {
 		t.Error("remembered past a minute")
 	}
 	// A write refused on its version shows that version superseded just as well; any
@@ -146,7 +146,7 @@ func TestOwnWritesRemembersThePatchedVersion(t *testing.T) {
 	o.after(written("1"), "1", apierrors.NewConflict(schema.GroupResource{Resource: "leases"}, "l", errors.New("changed")))
 	o.after(written("2"), "2", apierrors.NewTimeoutError("slow", 1))
 	o.after(written("4"), "3", nil)
-	if !o.landed("u3", "1") || o.landed("u3", "2") || !o.landed("u3", "3") {
+	if !o.wroteOver("u3", "1") || o.wroteOver("u3", "2") || !o.wroteOver("u3", "3") {
 		t.Error("after: a conflict or a success supersedes the version, a timeout does not")
 	}
 	// Only the version a success made is its echo.
@@ -155,7 +155,7 @@ func TestOwnWritesRemembersThePatchedVersion(t *testing.T) {
 	}
 	var none *ownWrites
 	none.wrote("u1", "1")
-	if none.landed("u1", "1") {
+	if none.wroteOver("u1", "1") {
 		t.Error("a nil memory remembers nothing")
 	}
 }

@@ -114,7 +114,7 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease, s slot
 	var done landed
 	// Remembered however the pass ends, from w, d and done as they are by then.
 	defer func() {
-		r.grants.write(s.memoryKey(client.ObjectKeyFromObject(fl)), remember(w, d, done, r.Clock.Now()))
+		r.grants.write(s.memoryKey(client.ObjectKeyFromObject(fl)), remember(w, d, done, r.clock.Now()))
 	}()
 	if r.ownWrites.behind(w.fl, s.leaseOwner(fl), w.lease, w.pods) {
 		// Deciding on a view older than this controller's own last write would only send
@@ -150,13 +150,13 @@ func (r *Reconciler) admit(ctx context.Context, req ctrl.Request) (_ *fencingv1.
 		if apierrors.IsNotFound(err) {
 			r.grants.forget(req.NamespacedName)
 			r.uncached.found(req.NamespacedName, false)
-			r.Metrics.forget(req.NamespacedName)
+			r.metrics.forget(req.NamespacedName)
 			retry, err := r.reportMissing(ctx, req.NamespacedName)
 			return nil, ctrl.Result{RequeueAfter: retry}, err
 		}
 		return nil, ctrl.Result{}, err
 	}
-	if r.ownWrites.landed(fl.UID, fl.ResourceVersion) {
+	if r.ownWrites.wroteOver(fl.UID, fl.ResourceVersion) {
 		return nil, ctrl.Result{RequeueAfter: cacheBehind}, nil
 	}
 	if fl.DeletionTimestamp == nil && controllerutil.AddFinalizer(fl, fencingv1.Finalizer) {
@@ -184,7 +184,7 @@ func (r *Reconciler) notStatusOnly() predicate.Funcs {
 			!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
 			!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
 			!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
-			r.ownWrites.landed(o.GetUID(), o.GetResourceVersion())
+			r.ownWrites.wroteOver(o.GetUID(), o.GetResourceVersion())
 	}}
 }
 

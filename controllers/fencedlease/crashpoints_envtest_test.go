@@ -92,7 +92,7 @@ func onAPIServer(t *testing.T, c client.Client, f *casFixture) *casFixture {
 	}
 	clock := clocktesting.NewFakeClock(f.clock.Now())
 	reader := &afterLeaseRead{Client: c}
-	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
+	r := &Reconciler{Client: reader, apiReader: reader, clock: clock, metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
 	r.grants = newGrantMemory(clock)
 	r.uncached = newUncachedLeases()
 	g := &casFixture{c: c, clock: clock, r: r, reader: reader}

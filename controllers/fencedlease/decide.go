@@ -25,7 +25,7 @@ func classify(w world, h *fencingv1.Holder) input {
 	in.state = in.record.State(w.fl.Name, h.PodName, h.PodUID, h.Token)
 	in.handedOver = handedOver(in.state, in.record, w.recorded)
 	in.started = h.FirstRenewTime != nil || in.record.GrantRenewed(w.fl.Name, h.PodName, h.PodUID, h.Token)
-	in.revokeRequested = revokeRequested(w.fl, h)
+	in.revokeRequested = revokeRequestedFor(w.fl, h)
 	in.limit = startupDeadline(h, w.fl)
 	if in.started {
 		in.limit = grantDuration(h, w.fl)
@@ -206,7 +206,7 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 		LeaseDurationSeconds:   specDurationSeconds(fl),
 		StartupDeadlineSeconds: startupSecondsFor(fl, next),
 	}
-	return transition{kind: grant, rule: "grant", holder: h, podCreated: next.CreationTimestamp.Time,
+	return transition{kind: grant, ruleName: "grant", holder: h, podCreated: next.CreationTimestamp.Time,
 		requeueAfter: startupDeadline(&h, fl)}, true
 }
 
@@ -249,7 +249,7 @@ func adoptRule(w world, rec leaserecord.Record) (transition, bool) {
 		// Its holder renewed already (R2): recorded in the same write as the grant.
 		h.FirstRenewTime, h.LastRenewTime = microTime(w.now), microTime(w.now)
 	}
-	t := transition{kind: grant, rule: "adopt the handed-over grant", holder: h, requeueAfter: startupDeadline(&h, w.fl)}
+	t := transition{kind: grant, ruleName: "adopt the handed-over grant", holder: h, requeueAfter: startupDeadline(&h, w.fl)}
 	if p := findPod(w.pods, rec.HolderUID); p != nil {
 		t.podCreated = p.CreationTimestamp.Time
 	}

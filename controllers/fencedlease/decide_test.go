@@ -127,8 +127,8 @@ func TestExpiryCountsFromObservedRenewalNotFromTheHolderTimestamp(t *testing.T) 
 	if d.revoked() == nil || d.revoked().PodName != "a" || d.revoked().Token != 1 || d.revoked().Reason != fencingv1.ReasonLeaseExpired {
 		t.Fatalf("want a revoked for expiry, got %+v", d.revoked())
 	}
-	if d.lateness() != 4*time.Millisecond {
-		t.Fatalf("lateness = %v, want 4ms", d.lateness())
+	if d.revocationLateness() != 4*time.Millisecond {
+		t.Fatalf("lateness = %v, want 4ms", d.revocationLateness())
 	}
 	if d.granted() == nil || d.granted().PodName != "b" || d.granted().Token != 2 || fl.Status.Revocations != 1 {
 		t.Fatalf("want b granted token 2 in the same decision, got %+v / %+v", d.granted(), fl.Status)
@@ -288,8 +288,8 @@ func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
 	if d.revoked() == nil {
 		t.Fatal("not revoked a lease after the new leader's first look")
 	}
-	if d.lateness() != 4*time.Second {
-		t.Fatalf("lateness = %v, want 4s (revoked at +20s, expired at +16s)", d.lateness())
+	if d.revocationLateness() != 4*time.Second {
+		t.Fatalf("lateness = %v, want 4s (revoked at +20s, expired at +16s)", d.revocationLateness())
 	}
 }
 

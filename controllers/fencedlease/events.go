@@ -13,14 +13,14 @@ import (
 	"github.com/fencedlease/fencedlease/internal/eventnote"
 )
 
-// record tells users (events) and dashboards (metrics) what a status write changed. A
+// emitEvents tells users (events) and dashboards (metrics) what a status write changed. A
 // transition — a grant that ends and the next that begins in one write — is one event on
 // the FencedLease (the end's reason and type, both halves in its note) and one on the new
 // holder's pod; the ended grant's pod shows state Revoked or Released, and is usually
 // deleted, so an event there would be one more write in the failover for nobody. In a
 // FencedLease with slots, slot names the slot ("" without slots): every note starts with
 // it, and the logs carry it.
-func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d decision, slot string) {
+func (r *Reconciler) emitEvents(ctx context.Context, fl *fencingv1.FencedLease, d decision, slot string) {
 	log := logf.FromContext(ctx)
 	if slot != "" {
 		log = log.WithValues("slot", slot)
@@ -42,13 +42,13 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 	}
 	if t, rv := d.end, d.revoked(); rv != nil {
 		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
-		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.rule, "late", t.lateness)
+		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.ruleName, "late", t.lateness)
 		detail := string(rv.Reason)
 		if rv.Message != "" {
 			detail += " (" + rv.Message + ")"
 		}
 		ended(pod, corev1.EventTypeWarning, "Revoked", "Revoke", eventnote.Revoked(rv.Token, rv.PodName, detail))
-		r.Metrics.revoked(rv.Reason, t.lateness)
+		r.metrics.countRevocation(rv.Reason, t.lateness)
 	}
 	if t := d.ended(withdrawHandoff); t != nil {
 		log.Info("hand-off withdrawn: the successor no longer waits", "pod", klog.KRef(fl.Namespace, t.holder.PodName), "token", t.holder.Token)
@@ -58,7 +58,7 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
 		log.Info("released", "pod", klog.KObj(pod), "token", h.Token, "reason", t.release)
 		ended(pod, corev1.EventTypeNormal, "Released", "Release", eventnote.Released(h.Token, h.PodName, string(t.release)))
-		r.Metrics.released(t.release)
+		r.metrics.countRelease(t.release)
 	}
 	if next != nil {
 		pod := podRef(fl.Namespace, next.PodName, next.PodUID)
@@ -70,19 +70,19 @@ func (r *Reconciler) record(ctx context.Context, fl *fencingv1.FencedLease, d de
 			r.event(fl, pod, true, corev1.EventTypeNormal, "Granted", "Grant", note)
 		}
 		if t := d.grant; !t.podCreated.IsZero() {
-			r.Metrics.granted(next.AcquireTime.Sub(t.podCreated)) // the grant's time: its status write may have waited
+			r.metrics.countGrant(next.AcquireTime.Sub(t.podCreated)) // the grant's time: its status write may have waited
 		}
 	}
-	r.Metrics.setStatus(key, d.status)
+	r.metrics.setStatus(key, d.status)
 }
 
 // event records an event on the FencedLease naming the pod, and — onPod — the same event
 // on the pod naming the FencedLease.
 func (r *Reconciler) event(fl *fencingv1.FencedLease, pod *corev1.Pod, onPod bool, kind, reason, action, note string) {
-	if r.Recorder == nil {
+	if r.recorder == nil {
 		return
 	}
-	r.Recorder.Eventf(fl, pod, kind, reason, action, "%s", note)
+	r.recorder.Eventf(fl, pod, kind, reason, action, "%s", note)
 	if onPod {
 		r.eventOnPod(fl, pod, kind, reason, action, note)
 	}
@@ -90,8 +90,8 @@ func (r *Reconciler) event(fl *fencingv1.FencedLease, pod *corev1.Pod, onPod boo
 
 // eventOnPod records an event on the pod alone, naming the FencedLease.
 func (r *Reconciler) eventOnPod(fl *fencingv1.FencedLease, pod *corev1.Pod, kind, reason, action, note string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(pod, fl, kind, reason, action, "%s", note)
+	if r.recorder != nil {
+		r.recorder.Eventf(pod, fl, kind, reason, action, "%s", note)
 	}
 }
 

@@ -111,7 +111,7 @@ func TestGrantPassesOverAStandbyOnALostNode(t *testing.T) {
 		objs = append(objs, pods[i].DeepCopy())
 	}
 	api := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).Build()
-	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, grants: newGrantMemory(c),
+	r := &Reconciler{Client: api, apiReader: api, clock: c, pods: labeledPods{api}, grants: newGrantMemory(c),
 		nodes: unfitNodes{"lost": "node lost is not Ready (Unknown)"}}
 	w, err := r.observe(context.Background(), fl, true)
 	if err != nil {

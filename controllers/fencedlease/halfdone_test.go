@@ -179,7 +179,7 @@ func expiredDrainingHolderAfterAFailedStatusWrite(t *testing.T, restart bool) {
 		t.Fatalf("revoked as %s, want LeaseExpired: the grace period was not over", rv.Reason)
 	}
 	m := &dto.Metric{}
-	if err := f.r.Metrics.lateness.Write(m); err != nil {
+	if err := f.r.metrics.lateness.Write(m); err != nil {
 		t.Fatal(err)
 	}
 	if restart {

@@ -46,7 +46,7 @@ func (c *countingReader) Get(ctx context.Context, k client.ObjectKey, obj client
 // that reached the API server.
 func (f *casFixture) withLabeledCache() *countingReader {
 	api := &countingReader{Reader: f.c}
-	f.r.Client, f.r.APIReader = labeledLeasesOnly{Client: f.c}, api
+	f.r.Client, f.r.apiReader = labeledLeasesOnly{Client: f.c}, api
 	return api
 }
 

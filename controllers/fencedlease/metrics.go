@@ -84,19 +84,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) granted(wait time.Duration) {
+func (m *Metrics) countGrant(wait time.Duration) {
 	m.grants.Inc()
 	m.grantWait.Observe(wait.Seconds())
 }
 
-func (m *Metrics) revoked(reason fencingv1.RevocationReason, late time.Duration) {
+func (m *Metrics) countRevocation(reason fencingv1.RevocationReason, late time.Duration) {
 	m.revocations.WithLabelValues(string(reason)).Inc()
 	if reason == fencingv1.ReasonLeaseExpired {
 		m.lateness.Observe(late.Seconds())
 	}
 }
 
-func (m *Metrics) released(reason fencingv1.ReleaseReason) {
+func (m *Metrics) countRelease(reason fencingv1.ReleaseReason) {
 	m.releases.WithLabelValues(string(reason)).Inc()
 }
 

@@ -38,9 +38,9 @@ func TestMetricsSeriesDoNotGrowWithFencedLeases(t *testing.T) {
 	}
 	for i := range 100 {
 		k := types.NamespacedName{Namespace: "ns", Name: "fl-" + string(rune('a'+i%26)) + string(rune('a'+i/26))}
-		m.granted(time.Second)
-		m.revoked(fencingv1.ReasonLeaseExpired, time.Millisecond)
-		m.released(fencingv1.ReleasePodFinished)
+		m.countGrant(time.Second)
+		m.countRevocation(fencingv1.ReasonLeaseExpired, time.Millisecond)
+		m.countRelease(fencingv1.ReleasePodFinished)
 		m.setStatus(k, fencingv1.FencedLeaseStatus{FencingToken: 3, Waiting: 1})
 	}
 	perLease, total := series()
@@ -113,7 +113,7 @@ func TestMetricsAt10000FencedLeasesStayUnder2MB(t *testing.T) {
 				st.Conditions = []metav1.Condition{{Type: fencingv1.ConditionReady, Status: metav1.ConditionFalse, Reason: fencingv1.ReasonHolderStarting}}
 			}
 			m.setStatus(types.NamespacedName{Namespace: namespace, Name: fmt.Sprintf(format, i)}, st)
-			m.granted(time.Duration(i) * time.Millisecond)
+			m.countGrant(time.Duration(i) * time.Millisecond)
 		}
 		families, err := reg.Gather()
 		if err != nil {

@@ -32,7 +32,7 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, unc
 // slot's view): the slot's Lease, its memory, the pods it may see.
 func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, uncached bool) (world, error) {
 	key := client.ObjectKeyFromObject(fl)
-	w := world{fl: fl, now: r.Clock.Now(), memory: r.grants.read(s.memoryKey(key)), slot: s, recorded: fl.Status.FencingToken}
+	w := world{fl: fl, now: r.clock.Now(), memory: r.grants.read(s.memoryKey(key)), slot: s, recorded: fl.Status.FencingToken}
 	if s.sharded {
 		w.recorded = s.recorded
 	}
@@ -59,7 +59,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 	rec := w.record
 	if h := fl.Status.Holder; h != nil {
 		w.held = w.memory.of(h.PodUID, h.Token)
-		w.held.renewal = w.held.observe(renewalOn(rec, h), r.Clock.Now())
+		w.held.renewal = w.held.observe(renewalOn(rec, h), r.clock.Now())
 		// Not among the labeled pods: gone, or still there without its label. Unless this
 		// process handed its grant over already and made its pod follow (X5): then the
 		// status only waits for the next holder's first renewal (deferStatus), and asking
@@ -99,7 +99,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 			if rec.Holder != "" {
 				p, err = r.podByUID(ctx, fl.Namespace, rec.Holder, rec.HolderUID)
 			} else {
-				p, err = podWithUID(ctx, r.APIReader, fl.Namespace, rec.HolderUID)
+				p, err = podWithUID(ctx, r.apiReader, fl.Namespace, rec.HolderUID)
 			}
 			if err != nil {
 				return w, err
@@ -199,7 +199,7 @@ func (r *Reconciler) readLease(ctx context.Context, key client.ObjectKey, uncach
 		if !uncached && !r.uncached.has(key) {
 			return nil, true, nil // not in the cache; the API server not asked (yet)
 		}
-		err = r.APIReader.Get(ctx, key, lease)
+		err = r.apiReader.Get(ctx, key, lease)
 		r.uncached.found(key, err == nil)
 	}
 	switch {
@@ -215,5 +215,5 @@ func (r *Reconciler) readLease(ctx context.Context, key client.ObjectKey, uncach
 // show: so a pod that lost its label is never mistaken for one that is gone. It returns
 // nil when the pod is gone (a pod of the same name with another UID is another pod).
 func (r *Reconciler) podByUID(ctx context.Context, ns, name string, uid types.UID) (*corev1.Pod, error) {
-	return readByUID(ctx, r.APIReader, &corev1.Pod{}, ns, name, uid)
+	return readByUID(ctx, r.apiReader, &corev1.Pod{}, ns, name, uid)
 }

@@ -39,7 +39,7 @@ func observeWorld(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.Fenc
 		objs = append(objs, p)
 	}
 	api := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(append(objs, extra...)...).Build()
-	r := &Reconciler{Client: api, APIReader: api, Clock: c, pods: labeledPods{api}, grants: tr}
+	r := &Reconciler{Client: api, apiReader: api, clock: c, pods: labeledPods{api}, grants: tr}
 	w, err := r.observe(context.Background(), fl, true)
 	if err != nil {
 		panic(err)

@@ -52,9 +52,9 @@ func newOwnWrites(c clock.PassiveClock) *ownWrites {
 	return &ownWrites{clock: c, from: map[types.UID]patched{}, leaseCreated: map[slotLease]time.Time{}}
 }
 
-// landed is true when the controller already wrote over version resourceVersion of
+// wroteOver is true when the controller already wrote over version resourceVersion of
 // object uid. A nil ownWrites remembers nothing.
-func (o *ownWrites) landed(uid types.UID, resourceVersion string) bool {
+func (o *ownWrites) wroteOver(uid types.UID, resourceVersion string) bool {
 	if o == nil {
 		return false
 	}
@@ -173,17 +173,17 @@ func (o *ownWrites) leaseNotShown(owner slotLease, shown bool) bool {
 // behind is true when fl, its Lease (nil: none; created for leaseOwner) and its pods were
 // read from a cache that does not show yet one of this controller's own writes.
 func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner slotLease, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
-	if o.landed(fl.UID, fl.ResourceVersion) {
+	if o.wroteOver(fl.UID, fl.ResourceVersion) {
 		return true
 	}
 	if o.leaseNotShown(leaseOwner, lease != nil) {
 		return true
 	}
-	if lease != nil && o.landed(lease.UID, lease.ResourceVersion) {
+	if lease != nil && o.wroteOver(lease.UID, lease.ResourceVersion) {
 		return true
 	}
 	for i := range pods {
-		if o.landed(pods[i].UID, pods[i].ResourceVersion) {
+		if o.wroteOver(pods[i].UID, pods[i].ResourceVersion) {
 			return true
 		}
 	}

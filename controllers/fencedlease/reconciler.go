@@ -13,14 +13,14 @@ import (
 // Reconciler grants, watches and revokes FencedLeases.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the Lease uncached, so expiry is never judged on a stale copy.
-	APIReader client.Reader
-	Recorder  recorder.EventRecorder
-	Clock     clock.PassiveClock
-	Metrics   *Metrics
-	// MaxConcurrentReconciles is how many FencedLeases are reconciled at once (one key is
-	// never reconciled twice at once); 0 means 1.
-	MaxConcurrentReconciles int
+	// apiReader reads the Lease uncached, so expiry is never judged on a stale copy.
+	apiReader client.Reader
+	recorder  recorder.EventRecorder
+	clock     clock.PassiveClock
+	metrics   *Metrics
+	// maxConcurrentReconciles is how many FencedLeases are reconciled at once (one key is
+	// never reconciled twice at once).
+	maxConcurrentReconciles int
 
 	candidacy *leadership.Candidacy
 	memory    *Memory

@@ -83,7 +83,7 @@ func (r *Reconciler) newerStatefulSetRevision(ctx context.Context, holder *corev
 		}
 		if sts == nil {
 			sts = &appsv1.StatefulSet{}
-			switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: holder.Namespace, Name: owner.Name}, sts); {
+			switch err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: holder.Namespace, Name: owner.Name}, sts); {
 			case apierrors.IsNotFound(err):
 				return nil, nil
 			case err != nil:
@@ -99,7 +99,7 @@ func (r *Reconciler) newerStatefulSetRevision(ctx context.Context, holder *corev
 
 // replicaSet reads ReplicaSet (name, uid) uncached; nil when gone or replaced.
 func (r *Reconciler) replicaSet(ctx context.Context, ns, name string, uid types.UID) (*appsv1.ReplicaSet, error) {
-	return readByUID(ctx, r.APIReader, &appsv1.ReplicaSet{}, ns, name, uid)
+	return readByUID(ctx, r.apiReader, &appsv1.ReplicaSet{}, ns, name, uid)
 }
 
 func sameController(a, b metav1.Object) bool {

@@ -45,7 +45,7 @@ func revisionReconciler(t *testing.T, objs ...client.Object) *Reconciler {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	return &Reconciler{APIReader: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()}
+	return &Reconciler{apiReader: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()}
 }
 
 func TestNewerDeploymentRevisionIsDecidedByTheRevisionNumber(t *testing.T) {
@@ -91,7 +91,7 @@ func TestSameRevisionAndBarePodsNeedNoRead(t *testing.T) {
 	mine := replicaSetOf("sched", "h1", "dep", "1")
 	holder, standby := podOf(mine, "sched-h1-a", t0), podOf(mine, "sched-h1-b", t0)
 	bare := pod("bare", t0)
-	r := &Reconciler{APIReader: noReads{}}
+	r := &Reconciler{apiReader: noReads{}}
 	for _, cands := range [][]*corev1.Pod{{standby}, {&bare}} {
 		if got, err := r.newerRevision(context.Background(), holder, cands); got != nil || err != nil {
 			t.Fatalf("got %v, %v; want no successor", got, err)

@@ -92,7 +92,7 @@ func fixtureOf(objs ...client.Object) *casFixture {
 	reader := &afterLeaseRead{Client: c}
 	// The Lease is read through the (cached) client: the hook sits there, and on the
 	// uncached reader for the reads that fall back to it.
-	r := &Reconciler{Client: reader, APIReader: reader, Clock: clock, Metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
+	r := &Reconciler{Client: reader, apiReader: reader, clock: clock, metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
 	r.grants = newGrantMemory(clock)
 	r.uncached = newUncachedLeases()
 	return &casFixture{c: c, clock: clock, r: r, reader: reader}

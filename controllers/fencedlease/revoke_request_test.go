@@ -24,7 +24,7 @@ func TestRevokeRequestCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 	fl.Annotations[fencingv1.RevokeAnnotation] = "1"
 	c.Step(time.Second) // +3s; last renewal observed at +2s
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(2*time.Second)), pods, nil)
-	if !d.cutOff() || !d.revokeRequested() || d.revoked() != nil || d.granted() != nil || fl.Status.Holder == nil {
+	if !d.cutOff() || !d.cutOffOnRequest() || d.revoked() != nil || d.granted() != nil || fl.Status.Holder == nil {
 		t.Fatalf("want a cut-off only: %+v", d)
 	}
 	if d.requeueAfter != 9*time.Second {

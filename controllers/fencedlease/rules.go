@@ -11,8 +11,8 @@ import (
 // rule judges the grant the status names from the classified world: it returns its
 // transition and true, or false when it does not apply. Rules are pure.
 type rule struct {
-	name  string
-	judge func(in *input) (transition, bool)
+	name    string
+	applies func(in *input) (transition, bool)
 }
 
 // chain is a list of rules; the first that applies decides.
@@ -21,8 +21,8 @@ type chain []rule
 // evaluate returns the transition of the first rule that applies, named after it.
 func (c chain) evaluate(in *input) (transition, bool) {
 	for _, r := range c {
-		if t, ok := r.judge(in); ok {
-			t.rule = r.name
+		if t, ok := r.applies(in); ok {
+			t.ruleName = r.name
 			t.holder = *in.h
 			return t, true
 		}
@@ -193,7 +193,7 @@ func expiredRule(in *input) (transition, bool) {
 	if in.left > 0 {
 		return transition{}, false
 	}
-	return transition{kind: revoke, leaseFirst: true, lateness: lateness(in.world, in.limit, -in.left),
+	return transition{kind: revoke, leaseFirst: true, lateness: lateBy(in.world, in.limit, -in.left),
 		revocation: expiryReason(in.started, in.h.Handoff != nil && in.graceLeft <= 0)}, true
 }
 

@@ -376,8 +376,8 @@ func TestHolderRulesFirstMatchWins(t *testing.T) {
 	} {
 		in := ruleInput(c, tc.mod)
 		got, ok := holderRules.evaluate(in)
-		if !ok || got.rule != tc.rule || got.holder.PodName != "a" {
-			t.Errorf("rule %q decided (%v), want %q", got.rule, ok, tc.rule)
+		if !ok || got.ruleName != tc.rule || got.holder.PodName != "a" {
+			t.Errorf("rule %q decided (%v), want %q", got.ruleName, ok, tc.rule)
 		}
 	}
 	if in := ruleInput(c, nil); in.state != leaserecord.StateRenewed || !in.started {

@@ -116,7 +116,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease,
 	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
-	r.record(ctx, fl, d, "")
+	r.emitEvents(ctx, fl, d, "")
 	return nil
 }
 
@@ -125,7 +125,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease,
 // it last renewed has run out.
 func (r *Reconciler) tellCutOff(fl *fencingv1.FencedLease, h *fencingv1.Holder, d decision) {
 	pod, left := podRef(fl.Namespace, h.PodName, h.PodUID), d.requeueAfter.Round(time.Millisecond)
-	if d.revokeRequested() {
+	if d.cutOffOnRequest() {
 		r.event(fl, pod, true, corev1.EventTypeWarning, "RevokeRequested", "Revoke",
 			fmt.Sprintf("revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
 				h.Token, h.PodName, fencingv1.RevokeAnnotation, left))

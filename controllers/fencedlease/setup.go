@@ -77,11 +77,11 @@ func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		candidacy:               o.Candidacy,
 		memory:                  o.Memory,
 		Client:                  writer,
-		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorder("fencedlease-controller"),
-		Clock:                   o.Clock,
-		Metrics:                 o.Metrics,
-		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		apiReader:               mgr.GetAPIReader(),
+		recorder:                mgr.GetEventRecorder("fencedlease-controller"),
+		clock:                   o.Clock,
+		metrics:                 o.Metrics,
+		maxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}
 	return r, r.SetupWithManager(mgr)
 }
@@ -92,15 +92,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	switch {
 	case r.Client == nil:
 		return errors.New("fencedlease: the Reconciler needs a Client (the manager's, through the leadership guard)")
-	case r.APIReader == nil:
+	case r.apiReader == nil:
 		return errors.New("fencedlease: the Reconciler needs an APIReader (the manager's uncached reader)")
-	case r.Recorder == nil:
+	case r.recorder == nil:
 		return errors.New("fencedlease: the Reconciler needs a Recorder")
-	case r.Clock == nil:
+	case r.clock == nil:
 		return errors.New("fencedlease: the Reconciler needs a Clock")
-	case r.Metrics == nil:
+	case r.metrics == nil:
 		return errors.New("fencedlease: the Reconciler needs Metrics (NewMetrics)")
-	case r.MaxConcurrentReconciles < 1:
+	case r.maxConcurrentReconciles < 1:
 		return errors.New("fencedlease: MaxConcurrentReconciles must be at least 1")
 	}
 	pods, err := newPodCache(mgr.GetConfig(), mgr.GetHTTPClient())
@@ -127,12 +127,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.memory != nil {
 		r.grants = r.memory.grants
 	} else {
-		r.grants = newGrantMemory(r.Clock)
+		r.grants = newGrantMemory(r.clock)
 	}
-	r.ownWrites = newOwnWrites(r.Clock)
+	r.ownWrites = newOwnWrites(r.clock)
 	r.uncached = newUncachedLeases()
 	r.staleRetries = newStaleRetries()
-	r.recovery = newRecovery(r.APIReader, r.Client)
+	r.recovery = newRecovery(r.apiReader, r.Client)
 	r.recovery.candidacy = r.candidacy
 	if r.candidacy == nil {
 		if err := mgr.Add(r.recovery); err != nil {
@@ -152,7 +152,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.recovery.events, &handler.EnqueueRequestForObject{})).
 		Named("fencedlease").
 		WithOptions(controller.Options{
-			MaxConcurrentReconciles: r.MaxConcurrentReconciles,
+			MaxConcurrentReconciles: r.maxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Millisecond, maxRetryDelay),
 			UsePriorityQueue:        ptr.To(true),
 			LogConstructor:          reconcileLogger(mgr.GetLogger()),

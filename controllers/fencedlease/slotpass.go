@@ -82,7 +82,7 @@ func (r *Reconciler) passSlots(ctx context.Context, fl *fencingv1.FencedLease) (
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
-	r.Metrics.setStatus(client.ObjectKeyFromObject(next), next.Status)
+	r.metrics.setStatus(client.ObjectKeyFromObject(next), next.Status)
 	return res, nil
 }
 
@@ -252,8 +252,8 @@ func (r *Reconciler) writeSlotStatus(ctx context.Context, view *fencingv1.Fenced
 	}
 	p.fl = next
 	view.ResourceVersion = next.ResourceVersion
-	r.record(ctx, view, d, strconv.Itoa(int(s.index)))
-	r.Metrics.setStatus(client.ObjectKeyFromObject(next), next.Status)
+	r.emitEvents(ctx, view, d, strconv.Itoa(int(s.index)))
+	r.metrics.setStatus(client.ObjectKeyFromObject(next), next.Status)
 	return nil
 }
 

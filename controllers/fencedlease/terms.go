@@ -17,7 +17,7 @@ import (
 // hand-off grace period, on a revoke request, or because its pod cannot run) and is
 // revoked only when the lease it last renewed has run out.
 func waitingOutCutOff(rec leaserecord.Record, fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
-	return rec.CutOff(h.Token) && (h.Handoff != nil || revokeRequested(fl, h) || cutOffFor(rec, fencingv1.ReasonPodCannotRun))
+	return rec.CutOff(h.Token) && (h.Handoff != nil || revokeRequestedFor(fl, h) || cutOffFor(rec, fencingv1.ReasonPodCannotRun))
 }
 
 // cutOffFor: the Lease records that the operator cut its holder off for reason.
@@ -26,7 +26,7 @@ func cutOffFor(rec leaserecord.Record, reason fencingv1.RevocationReason) bool {
 }
 
 // revokeRequested: the FencedLease asks to revoke exactly grant h (RevokeAnnotation; Q1).
-func revokeRequested(fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
+func revokeRequestedFor(fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
 	v, ok := fl.Annotations[fencingv1.RevokeAnnotation]
 	return ok && v == strconv.FormatInt(h.Token, 10)
 }
@@ -44,13 +44,13 @@ func handoffGraceLeft(w world, h *fencingv1.Holder) time.Duration {
 	return since.Add(time.Duration(h.Handoff.GracePeriodSeconds) * time.Second).Sub(w.now)
 }
 
-// lateness is how long after its expiry a grant is revoked, for the metric: on this
+// lateBy is how long after its expiry a grant is revoked, for the metric: on this
 // process's clock. A process that never saw the holder renew (it took over as leader, or
 // restarted, after the last renewal) counts instead from the renewTime the holder last
 // wrote on the Lease, when that is earlier: the holder's clock against this one, for the
 // metric only — it decides nothing — so the metric shows the delay a failover adds (each
 // new leader gives the holder a whole lease from its first look).
-func lateness(w world, limit, local time.Duration) time.Duration {
+func lateBy(w world, limit, local time.Duration) time.Duration {
 	if w.held.seenRenewing || w.held.renewTime == nil {
 		return local
 	}

@@ -31,8 +31,8 @@ const (
 // transition is one rule's verdict on one grant.
 type transition struct {
 	kind transitionKind
-	// rule names the rule that chose it, for tests and logs.
-	rule string
+	// ruleName names the rule that chose it, for tests and logs.
+	ruleName string
 	// holder is the grant concerned: the ending one, or the new one for grant.
 	holder fencingv1.Holder
 	// revocation is the reason of a revoke, or the one a cutOff will be revoked for.
@@ -119,10 +119,10 @@ func (d decision) cutsOff(reason fencingv1.RevocationReason) bool {
 func (d decision) asked() bool { return d.ended(askHandoff) != nil }
 
 // revokeRequested: this decision cuts the holder off because a revoke was requested (Q2).
-func (d decision) revokeRequested() bool { return d.cutsOff(fencingv1.ReasonRevokeRequested) }
+func (d decision) cutOffOnRequest() bool { return d.cutsOff(fencingv1.ReasonRevokeRequested) }
 
-// lateness is the revocation's lateness; zero without one.
-func (d decision) lateness() time.Duration {
+// revocationLateness is the revocation's lateness; zero without one.
+func (d decision) revocationLateness() time.Duration {
 	if t := d.ended(revoke); t != nil {
 		return t.lateness
 	}

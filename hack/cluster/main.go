@@ -1,4 +1,4 @@
-// Command cluster is make cluster: a real two-node cluster on this machine (test/realcluster)
+// Command cluster is make cluster: a real two-node cluster on this machine (internal/realcluster)
 // with the images of make images in its registry, until Ctrl-C. It prints how to reach it.
 // As root only. make cluster-down removes what a killed run left.
 package main
@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencedlease/fencedlease/test/realcluster"
+	"github.com/fencedlease/fencedlease/internal/realcluster"
 )
 
 func main() {

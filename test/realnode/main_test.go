@@ -2,7 +2,7 @@
 // pulled from a registry by two kubelets with containerd and runc, the operator installed
 // from dist/install.yaml, and the protocol on real containers (frozen with the cgroup
 // freezer, not SIGSTOP of a local process). It needs root; the whole run lives in a
-// network namespace of its own (test/realcluster).
+// network namespace of its own (internal/realcluster).
 package realnode
 
 import (
@@ -20,7 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/fencedlease/fencedlease/test/realcluster"
+	"github.com/fencedlease/fencedlease/internal/realcluster"
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 

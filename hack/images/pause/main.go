@@ -1,4 +1,4 @@
-// Command pause is the real nodes' sandbox image (test/realcluster, make cluster): it holds
+// Command pause is the real nodes' sandbox image (internal/realcluster, make cluster): it holds
 // a pod's namespaces and does nothing until it is told to stop. Nothing can be pulled from
 // outside here, so the sandbox image is built here too.
 package main
