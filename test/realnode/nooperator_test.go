@@ -95,9 +95,10 @@ func testCandidatesWithoutTheOperator(t *testing.T) {
 	// Oldest first: the StatefulSet's replacement (token 2), which works until stopped.
 	at := reportedAt(t, ns, "sts-0", "run", "env=2 file=2", 3*time.Minute)
 	measured("operator scaled back from zero → oldest waiting candidate at work", "%v", at.Sub(back).Round(10*time.Millisecond))
-	must(t, rc.Client.Get(ctx, clientKey(ns, "sts"), sts))
-	sts.Spec.Replicas = ptr.To[int32](0)
-	must(t, rc.Client.Update(ctx, sts))
+	// Scaled as a user scales it: the StatefulSet controller writes its status meanwhile.
+	if out, err := kubectl("-n", ns, "scale", "statefulset/sts", "--replicas=0"); err != nil {
+		t.Fatalf("scaling the StatefulSet to zero: %v\n%s", err, out)
+	}
 	// Then the CronJob's run (token 3), which ends at once, then the Deployment's pod (token 4).
 	for i, prefix := range []string{"cron-run-", "web-"} {
 		token := i + 3
