@@ -94,6 +94,25 @@ func judge(w world) decision {
 	}
 	waiting := grantorder.PassOver(notAwaitingW1(w.fl, grantorder.Candidates(w.pods, st, ended)), grantorder.WithSilentNode(w.unfitNodes, d.revoked(), in.holder))
 	delayLeft := revocationDelayLeft(w, st, d.revoked())
+	waiting, adopted := d.nextGrant(w, &in, waiting, delayLeft)
+	st.Waiting = int32(len(waiting))
+	setHeldCondition(st, fl, "", delayLeft > 0)
+	setReadyCondition(st, fl)
+	d.recordLastRenewal(w)
+	d.deferStatus(w, &in, adopted)
+	if adopted && d.statusWait == 0 {
+		// Recorded now, judged next: the holder rules have not seen this grant yet (it may
+		// have renewed, or its pod report that it cannot start, with no event to come).
+		d.requeueAfter = adoptedRecheck
+	}
+	return d
+}
+
+// nextGrant names the next holder, if any, into the status: the grant a hand-over already
+// made on the Lease (adopted), or G1's choice among waiting once no lock-delay is left. It
+// returns the pods still waiting after it, and whether the grant was adopted.
+func (d *decision) nextGrant(w world, in *input, waiting []*corev1.Pod, delayLeft time.Duration) ([]*corev1.Pod, bool) {
+	st, fl := &d.status, w.fl
 	var next *transition
 	var adopted, counted bool
 	if in.handedOver && st.Holder == nil {
@@ -131,17 +150,7 @@ func judge(w world) decision {
 		st.Holder = next.holder.DeepCopy()
 		d.requeueAfter = next.requeueAfter
 	}
-	st.Waiting = int32(len(waiting))
-	setHeldCondition(st, fl, "", delayLeft > 0)
-	setReadyCondition(st, fl)
-	d.recordLastRenewal(w)
-	d.deferStatus(w, &in, adopted)
-	if adopted && d.statusWait == 0 {
-		// Recorded now, judged next: the holder rules have not seen this grant yet (it may
-		// have renewed, or its pod report that it cannot start, with no event to come).
-		d.requeueAfter = adoptedRecheck
-	}
-	return d
+	return waiting, adopted
 }
 
 // adoptedRecheck is how soon a grant adopted off the Lease is judged by the holder rules.

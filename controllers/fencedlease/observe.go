@@ -56,59 +56,93 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 	}
 	w.unfitNodes = r.unfitNodes(w.pods)
 	w.record = leaserecord.Read(w.lease)
-	rec := w.record
 	if h := fl.Status.Holder; h != nil {
-		w.held = w.memory.of(h.PodUID, h.Token)
-		w.held.renewal = w.held.observe(renewalOn(rec, h), r.clock.Now())
-		// Not among the labeled pods: gone, or still there without its label. Unless this
-		// process handed its grant over already and made its pod follow (X5): then the
-		// status only waits for the next holder's first renewal (deferStatus), and asking
-		// again at every reconcile of that wait would be a read per event for a pod that
-		// is gone. A hand-over to a Warm successor wrote the Lease alone (P1): its old
-		// holder's pod, its label maybe taken off since, is still to be marked.
-		if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && !w.held.revoking.podsFollowed {
-			holder, err := r.podByUID(ctx, fl.Namespace, h.PodName, h.PodUID)
-			if err != nil {
-				return w, err
-			}
-			if holder != nil {
-				w.holder = holder
-				w.unlabeled = append(w.unlabeled, *holder)
-			}
-		}
-		if h.Handoff != nil {
-			// The grace period counts from this process's first look at the request.
-			w.handoffSince = cmp.Or(w.held.handoffSince, w.now)
-		} else if fl.DeletionTimestamp == nil {
-			cands := s.mayGrant(notAwaitingW1(fl, grantorder.Candidates(w.pods, &fl.Status, ""))) // only a pod this slot may be granted
-			if w.successor, err = r.successorOf(ctx, &w.held, w.holder, cands); err != nil {
-				return w, err
-			}
+		if err := r.observeHolder(ctx, &w, h, s); err != nil {
+			return w, err
 		}
 	}
-	if rec.GrantAbove(w.recorded) {
-		w.grantedOnLeaseAt = w.memory.of(rec.HolderUID, rec.Token).grantedOnLeaseAt
-		if findPod(w.pods, rec.HolderUID) == nil {
-			// A grant the status does not record, its pod not among the labeled ones:
-			// found by UID whatever became of its label, so the grant is recorded and its
-			// pod's marks taken back — or, its pod marked with the grant's end already, not
-			// recorded twice (adoptRule). Released on the Lease, its name went with
-			// holderIdentity: looked for among the namespace's pods.
-			var p *corev1.Pod
-			var err error
-			if rec.Holder != "" {
-				p, err = r.podByUID(ctx, fl.Namespace, rec.Holder, rec.HolderUID)
-			} else {
-				p, err = podWithUID(ctx, r.apiReader, fl.Namespace, rec.HolderUID)
-			}
-			if err != nil {
-				return w, err
-			}
-			if p != nil {
-				w.unlabeled = append(w.unlabeled, *p)
-			}
+	if err := r.observeGrantOnLease(ctx, &w); err != nil {
+		return w, err
+	}
+	if err := r.observeLastRevocation(ctx, &w); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// observeHolder reads what judging the grant h the status names needs: this process's
+// record of it and the renewal it sees now, its pod (by UID, wherever its label went), the
+// hand-off's start, and the successor a hand-off would go to.
+func (r *Reconciler) observeHolder(ctx context.Context, w *world, h *fencingv1.Holder, s slotFrame) error {
+	fl, rec := w.fl, w.record
+	w.held = w.memory.of(h.PodUID, h.Token)
+	w.held.renewal = w.held.observe(renewalOn(rec, h), r.clock.Now())
+	// Not among the labeled pods: gone, or still there without its label. Unless this
+	// process handed its grant over already and made its pod follow (X5): then the
+	// status only waits for the next holder's first renewal (deferStatus), and asking
+	// again at every reconcile of that wait would be a read per event for a pod that
+	// is gone. A hand-over to a Warm successor wrote the Lease alone (P1): its old
+	// holder's pod, its label maybe taken off since, is still to be marked.
+	if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && !w.held.revoking.podsFollowed {
+		holder, err := r.podByUID(ctx, fl.Namespace, h.PodName, h.PodUID)
+		if err != nil {
+			return err
+		}
+		if holder != nil {
+			w.holder = holder
+			w.unlabeled = append(w.unlabeled, *holder)
 		}
 	}
+	if h.Handoff != nil {
+		// The grace period counts from this process's first look at the request.
+		w.handoffSince = cmp.Or(w.held.handoffSince, w.now)
+	} else if fl.DeletionTimestamp == nil {
+		cands := s.mayGrant(notAwaitingW1(fl, grantorder.Candidates(w.pods, &fl.Status, ""))) // only a pod this slot may be granted
+		successor, err := r.successorOf(ctx, &w.held, w.holder, cands)
+		if err != nil {
+			return err
+		}
+		w.successor = successor
+	}
+	return nil
+}
+
+// observeGrantOnLease finds the pod of a grant the Lease records and the status does not
+// yet, among the namespace's pods when its label is gone.
+func (r *Reconciler) observeGrantOnLease(ctx context.Context, w *world) error {
+	rec := w.record
+	if !rec.GrantAbove(w.recorded) {
+		return nil
+	}
+	w.grantedOnLeaseAt = w.memory.of(rec.HolderUID, rec.Token).grantedOnLeaseAt
+	if findPod(w.pods, rec.HolderUID) != nil {
+		return nil
+	}
+	// A grant the status does not record, its pod not among the labeled ones: found by
+	// UID whatever became of its label, so the grant is recorded and its pod's marks taken
+	// back — or, its pod marked with the grant's end already, not recorded twice
+	// (adoptRule). Released on the Lease, its name went with holderIdentity: looked for
+	// among the namespace's pods.
+	var p *corev1.Pod
+	var err error
+	if rec.Holder != "" {
+		p, err = r.podByUID(ctx, w.fl.Namespace, rec.Holder, rec.HolderUID)
+	} else {
+		p, err = podWithUID(ctx, r.apiReader, w.fl.Namespace, rec.HolderUID)
+	}
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		w.unlabeled = append(w.unlabeled, *p)
+	}
+	return nil
+}
+
+// observeLastRevocation: the lock-delay's start, and the pod of a revocation for a
+// removed label, still to be marked.
+func (r *Reconciler) observeLastRevocation(ctx context.Context, w *world) error {
+	fl := w.fl
 	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {
 		// A lock-delay this process did not begin (it took over since) counts from now.
 		w.delaySince = cmp.Or(w.memory.of(rv.PodUID, rv.Token).delaySince, w.now)
@@ -118,13 +152,13 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 		// read a reconcile, until the next revocation.
 		p, err := r.podByUID(ctx, fl.Namespace, rv.PodName, rv.PodUID)
 		if err != nil {
-			return w, err
+			return err
 		}
 		if p != nil {
 			w.unlabeled = append(w.unlabeled, *p)
 		}
 	}
-	return w, nil
+	return nil
 }
 
 // unfitNodes says which of the nodes the Warm pods among pods run on cannot take a grant

@@ -2,6 +2,8 @@ package fencedlease
 
 import (
 	"time"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
 // landed says which of a plan's writes took effect (a write that found nothing to change
@@ -34,24 +36,7 @@ func remember(w world, d decision, done landed, now time.Time) recall {
 		st = &d.status
 	}
 	if h := w.fl.Status.Holder; h != nil {
-		g := w.held
-		if t := d.ended(revoke); t != nil && done.leaseCut {
-			g.revoking = pendingRevocation{reason: t.revocation, message: t.message, lateness: t.lateness, at: d.now}
-			if d.handsOver() {
-				g.revoking.handedOverAt = d.now
-				g.revoking.podsFollowed = done.all && d.plan.has(demotePods)
-			}
-		}
-		g.handoffSince = time.Time{}
-		if s := st.Holder; s != nil && s.PodUID == h.PodUID && s.Token == h.Token && s.Handoff != nil {
-			// Asked before (remembered, or first seen now), or in this pass: a withdrawn
-			// request is forgotten, so a later one gets its whole grace period (H5).
-			g.handoffSince = w.handoffSince
-			if g.handoffSince.IsZero() {
-				g.handoffSince = d.now
-			}
-		}
-		g.settled = done.all && d.plan.settles
+		g := rememberHeld(w, d, done, st, h)
 		out[g.key()] = g
 	}
 	if h := d.granted(); h != nil && (done.status || done.lease) {
@@ -86,4 +71,29 @@ func remember(w world, d decision, done landed, now time.Time) recall {
 		}
 	}
 	return out
+}
+
+// rememberHeld is the record of h, the grant the status named when the pass began: the
+// revocation it began, the hand-off request's start, whether it is settled. st is the
+// status as it now stands.
+func rememberHeld(w world, d decision, done landed, st *fencingv1.FencedLeaseStatus, h *fencingv1.Holder) grantRecord {
+	g := w.held
+	if t := d.ended(revoke); t != nil && done.leaseCut {
+		g.revoking = pendingRevocation{reason: t.revocation, message: t.message, lateness: t.lateness, at: d.now}
+		if d.handsOver() {
+			g.revoking.handedOverAt = d.now
+			g.revoking.podsFollowed = done.all && d.plan.has(demotePods)
+		}
+	}
+	g.handoffSince = time.Time{}
+	if s := st.Holder; s != nil && s.PodUID == h.PodUID && s.Token == h.Token && s.Handoff != nil {
+		// Asked before (remembered, or first seen now), or in this pass: a withdrawn
+		// request is forgotten, so a later one gets its whole grace period (H5).
+		g.handoffSince = w.handoffSince
+		if g.handoffSince.IsZero() {
+			g.handoffSince = d.now
+		}
+	}
+	g.settled = done.all && d.plan.settles
+	return g
 }

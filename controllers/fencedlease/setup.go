@@ -89,41 +89,13 @@ func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 // SetupWithManager watches FencedLeases, their Leases and their labeled pods. It
 // refuses a Reconciler that lacks a dependency instead of defaulting it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	switch {
-	case r.Client == nil:
-		return errors.New("fencedlease: the Reconciler needs a Client (the manager's, through the leadership guard)")
-	case r.apiReader == nil:
-		return errors.New("fencedlease: the Reconciler needs an APIReader (the manager's uncached reader)")
-	case r.recorder == nil:
-		return errors.New("fencedlease: the Reconciler needs a Recorder")
-	case r.clock == nil:
-		return errors.New("fencedlease: the Reconciler needs a Clock")
-	case r.metrics == nil:
-		return errors.New("fencedlease: the Reconciler needs Metrics (NewMetrics)")
-	case r.maxConcurrentReconciles < 1:
-		return errors.New("fencedlease: MaxConcurrentReconciles must be at least 1")
+	if err := r.lacking(); err != nil {
+		return err
 	}
-	pods, err := newPodCache(mgr.GetConfig(), mgr.GetHTTPClient())
+	pods, err := r.addCaches(mgr)
 	if err != nil {
 		return err
 	}
-	if r.candidacy != nil {
-		if err := pods.informer.SetWatchErrorHandlerWithContext(r.candidacy.WatchError); err != nil {
-			return err
-		}
-	}
-	if err := mgr.Add(pods); err != nil {
-		return err
-	}
-	r.pods = pods
-	nodes, err := newNodeCache(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(nodes); err != nil {
-		return err
-	}
-	r.nodes = nodes
 	if r.memory != nil {
 		r.grants = r.memory.grants
 	} else {
@@ -158,6 +130,53 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			LogConstructor:          reconcileLogger(mgr.GetLogger()),
 		}).
 		Complete(r)
+}
+
+// lacking says which dependency the Reconciler was built without: it refuses one instead
+// of defaulting it.
+func (r *Reconciler) lacking() error {
+	switch {
+	case r.Client == nil:
+		return errors.New("fencedlease: the Reconciler needs a Client (the manager's, through the leadership guard)")
+	case r.apiReader == nil:
+		return errors.New("fencedlease: the Reconciler needs an APIReader (the manager's uncached reader)")
+	case r.recorder == nil:
+		return errors.New("fencedlease: the Reconciler needs a Recorder")
+	case r.clock == nil:
+		return errors.New("fencedlease: the Reconciler needs a Clock")
+	case r.metrics == nil:
+		return errors.New("fencedlease: the Reconciler needs Metrics (NewMetrics)")
+	case r.maxConcurrentReconciles < 1:
+		return errors.New("fencedlease: MaxConcurrentReconciles must be at least 1")
+	}
+	return nil
+}
+
+// addCaches starts the pod and node caches with the manager; the pod cache is also a
+// source of events.
+func (r *Reconciler) addCaches(mgr ctrl.Manager) (*podCache, error) {
+	pods, err := newPodCache(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	if r.candidacy != nil {
+		if err := pods.informer.SetWatchErrorHandlerWithContext(r.candidacy.WatchError); err != nil {
+			return nil, err
+		}
+	}
+	if err := mgr.Add(pods); err != nil {
+		return nil, err
+	}
+	r.pods = pods
+	nodes, err := newNodeCache(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(nodes); err != nil {
+		return nil, err
+	}
+	r.nodes = nodes
+	return pods, nil
 }
 
 // reconcileLogger names the controller and the FencedLease in every reconcile's log, as
