@@ -89,55 +89,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if wrote {
 		return ctrl.Result{RequeueAfter: cacheBehind}, nil
 	}
-	if sharded(fl) {
-		return r.passSlots(ctx, fl)
-	}
-	if held, err := r.slotGrantOnLeases(ctx, fl); err != nil || held {
-		// Its status never listed the slots (spec.holders lowered to 1 before any slot's
-		// status write landed), yet a slot's Lease records a grant: judge the slots.
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		return r.passSlots(ctx, fl)
-	}
-	return r.pass(ctx, fl, slotFrame{})
-}
-
-// pass judges one grant: the FencedLease's, or slot s's of one with slots (fl is then
-// the slot's view, slots.go).
-func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame) (ctrl.Result, error) {
-	w, err := r.observeSlot(ctx, fl, s, false)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	var d decision
-	var done landed
-	// Remembered however the pass ends, from w, d and done as they are by then.
-	defer func() {
-		r.grants.write(s.memoryKey(client.ObjectKeyFromObject(fl)), remember(w, d, done, r.clock.Now()))
-	}()
-	if r.ownWrites.behind(w.fl, s.leaseOwner(fl), w.lease, w.pods) {
-		// Deciding on a view older than this controller's own last write would only send
-		// writes bound to fail on their resourceVersion.
-		return ctrl.Result{RequeueAfter: cacheBehind}, nil
-	}
-	if d = decide(w); w.leaseUnread && !d.createsLease() {
-		// The cache shows no Lease, and it holds labeled Leases only: ask the API server
-		// (a Lease someone else created, a tombstone the watch has not brought yet), and
-		// decide again. A grant whose first write is the Lease's creation needs no read:
-		// the creation fails, spending nothing, if any Lease of that name exists (G2).
-		again, err := r.observeSlot(ctx, fl, s, true)
-		if err != nil {
-			d = decision{} // nothing was decided: only the first look is remembered
-			return ctrl.Result{}, err
-		}
-		w, d = again, decide(again)
-	}
-	s.pass.decided(s.index, w, d)
-	if done, err = r.run(ctx, w, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	return d.plan.result(), nil
+	return r.pass(ctx, fl)
 }
 
 // admit gets the FencedLease and passes it through the gates before a pass: gone (its

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,13 +26,17 @@ var errCrashed = errors.New("the operator process was killed here")
 
 // crashingClient lets budget writes reach the API server, then fails every later one:
 // the operator killed right after its budget-th write of a pass (Sieve's crash between
-// writes). budget < 0 never crashes; writes counts what reached the server.
+// writes). budget < 0 never crashes; writes counts what reached the server. The slots of a
+// pass write at once: the count is shared.
 type crashingClient struct {
 	client.Client
+	mu             sync.Mutex
 	budget, writes int
 }
 
 func (c *crashingClient) allow() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.budget >= 0 && c.writes >= c.budget {
 		return errCrashed
 	}

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
@@ -31,7 +30,6 @@ func (r *Reconciler) emitEvents(ctx context.Context, fl *fencingv1.FencedLease, 
 		}
 		return "slot " + slot + ": " + note
 	}
-	key := client.ObjectKeyFromObject(fl)
 	next := d.granted()
 	// ended tells the end of a grant: with the next grant in its note when there is one.
 	ended := func(pod *corev1.Pod, kind, reason, action, note string) {
@@ -73,7 +71,6 @@ func (r *Reconciler) emitEvents(ctx context.Context, fl *fencingv1.FencedLease, 
 			r.metrics.countGrant(next.AcquireTime.Sub(t.podCreated)) // the grant's time: its status write may have waited
 		}
 	}
-	r.metrics.setStatus(key, d.status)
 }
 
 // event records an event on the FencedLease naming the pod, and — onPod — the same event

@@ -25,7 +25,11 @@ import (
 // cache has not shown yet: the compare-and-swap carries the version read, so the cache
 // may lag without a holder ever being revoked for a renewal that landed.
 func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, uncached bool) (world, error) {
-	return r.observeSlot(ctx, fl, slotFrame{}, uncached)
+	p, err := r.beginPass(ctx, fl)
+	if err != nil {
+		return world{}, err
+	}
+	return r.observeSlot(ctx, fl, p.frame(0), uncached)
 }
 
 // observeSlot is observe for slot s of fl (for a FencedLease with slots, fl is the
@@ -44,15 +48,9 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 	if w.lease, w.leaseUnread, err = r.readLease(ctx, s.leaseKey(fl), uncached); err != nil {
 		return w, err
 	}
-	if s.pass != nil {
-		w.pods = s.visible(s.pass.pods) // every slot judges the pods the pass began with
-	} else if w.pods, err = r.pods.forLease(fl.Namespace, fl.Name); err != nil {
-		return w, err
-	}
+	w.pods = s.visible(s.pass.pods) // every slot judges the pods the pass began with
 	if !s.sharded && fl.Status.FencingToken == 0 {
-		if w.floor, err = r.slotLeasesFloor(ctx, fl); err != nil {
-			return w, err
-		}
+		w.floor = s.pass.floor
 	}
 	w.unfitNodes = r.unfitNodes(w.pods)
 	w.record = leaserecord.Read(w.lease)

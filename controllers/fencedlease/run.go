@@ -3,70 +3,69 @@ package fencedlease
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-// run carries out the plan of decision d, taken on world w, step by step, and stops at
-// the first write that fails; it says what landed. The FencedLease it writes is a copy
-// of the one observed, carrying the decided status: the Lease and the pods follow that
-// status whether it is written now or waits (deferStatus).
-func (r *Reconciler) run(ctx context.Context, w world, d decision) (landed, error) {
-	var done landed
-	fl := w.fl.DeepCopy()
-	fl.Status = d.status
-	lease := w.lease
-	pods := slices.Concat(w.pods, w.unlabeled)
+// runSteps carries out the steps of slot sr's plan that come before the pass's status
+// write (afterStatus false) or after it (true), and stops at the first write that fails.
+// Before: ending the grant on the Lease and demoting its pod when the slot's status
+// records its decision; every step when its status waits (deferStatus), so a grant made
+// on its Lease is there before the status counts its token. After: the Lease and the
+// pods. The status and the finalizer are the pass's (pass.go). The FencedLease it writes
+// is the slot's view carrying the decided status.
+func (r *Reconciler) runSteps(ctx context.Context, sr *slotRun, afterStatus bool) error {
+	w, d, fl := sr.w, sr.d, sr.fl
+	records := d.plan.has(writeStatus)
+	if t := sr.turn; t != nil && !afterStatus {
+		defer t.tell(false) // not landed, unless told so below
+		if !t.wait() {
+			return errGrantBelowFailed
+		}
+	}
 	for _, s := range d.plan.steps {
+		after := records && s.kind > writeStatus
+		if s.kind == writeStatus || s.kind == releaseFinalizer || after != afterStatus {
+			continue
+		}
 		var err error
 		switch s.kind {
 		case cutLease:
-			if lease, err = r.revokeOnLease(ctx, fl, w.slot, d, lease); err != nil {
+			if sr.lease, err = r.revokeOnLease(ctx, fl, w.slot, d, sr.lease); err != nil {
 				err = fmt.Errorf("revoking on the Lease: %w", err)
 			}
-			done.leaseCut = err == nil
+			sr.done.leaseCut = err == nil
 		case tellCutOff:
 			r.tellCutOff(fl, w.fl.Status.Holder, d)
-		case writeStatus:
-			if w.slot.sharded {
-				err = r.writeSlotStatus(ctx, fl, w.slot, d)
-			} else {
-				err = r.writeStatus(ctx, fl, !equality.Semantic.DeepEqual(w.fl.Status, d.status), d)
-			}
-			done.status = err == nil
 		case writeLease:
-			if err = r.syncLease(ctx, fl, w.slot, lease, w.held.renewal); err != nil {
+			if err = r.syncLease(ctx, fl, w.slot, sr.lease, w.held.renewal); err != nil {
 				err = fmt.Errorf("writing Lease: %w", err)
 			}
-			done.lease = err == nil
+			sr.done.lease = err == nil
 		case demoteEnded:
-			if p := findPod(pods, d.end.holder.PodUID); p != nil {
+			if p := findPod(sr.pods, d.end.holder.PodUID); p != nil {
 				err = r.demote(ctx, fl, p)
 			}
 		case demotePods:
-			err = r.demotePods(ctx, fl, pods)
+			err = r.demotePods(ctx, fl, sr.pods)
 		case promoteHolder:
-			err = r.promoteHolder(ctx, fl, w.slot, pods)
+			err = r.promoteHolder(ctx, fl, w.slot, sr.pods)
 		case deleteRevoked:
-			err = r.deleteRevokedPods(ctx, fl, pods)
-		case releaseFinalizer:
-			controllerutil.RemoveFinalizer(fl, fencingv1.Finalizer)
-			err = r.Update(ctx, fl)
+			err = r.deleteRevokedPods(ctx, fl, sr.pods)
 		}
 		if err != nil {
-			return done, err
+			return err
+		}
+		if t := sr.turn; t != nil && s.kind == grantStep(d) {
+			t.tell(true)
 		}
 	}
-	done.all = true
-	return done, nil
+	return nil
 }
 
 // revokeOnLease ends the status's grant on the Lease with a compare-and-swap on the
@@ -101,23 +100,6 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLeas
 		return nil, err
 	}
 	return next, nil
-}
-
-// writeStatus writes fl's status, the decided one, with the resourceVersion that was
-// read, when it changed: a token is spent only if nobody else wrote in between. Events
-// and metrics follow a successful write only.
-func (r *Reconciler) writeStatus(ctx context.Context, fl *fencingv1.FencedLease, changed bool, d decision) error {
-	if !changed {
-		return nil
-	}
-	from := fl.ResourceVersion
-	err := r.Status().Update(ctx, fl)
-	r.ownWrites.after(fl, from, err)
-	if err != nil {
-		return fmt.Errorf("writing status: %w", err)
-	}
-	r.emitEvents(ctx, fl, d, "")
-	return nil
 }
 
 // tellCutOff tells the user of holder h cut off on request or because its pod cannot

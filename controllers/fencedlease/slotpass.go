@@ -2,13 +2,10 @@ package fencedlease
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strconv"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,10 +16,17 @@ import (
 
 // slotPass is what the slots of one pass share.
 type slotPass struct {
-	// fl is the FencedLease as the pass last read or wrote it, its status listing every
-	// slot; pods are its labeled pods as the pass began.
+	// fl is the FencedLease as the pass read it, then as it wrote it; pods are its labeled
+	// pods as the pass began.
 	fl   *fencingv1.FencedLease
 	pods []corev1.Pod
+	// sharded: fl has slots (status.slots); otherwise its one grant is slot 0, recorded in
+	// status.holder.
+	sharded bool
+	// next is fl with the status the decisions of this pass project so far: each slot that
+	// records its decision merges it in (withSlot), in order, so a later slot's view counts
+	// on it; the pass writes it once.
+	next *fencingv1.FencedLease
 	// floor is the highest token any slot's Lease carried when the pass began, or a slot
 	// of this pass decided: no slot grants one at or below it, whether or not the status
 	// records it yet (a grant made on its Lease first).
@@ -34,62 +38,18 @@ type slotPass struct {
 	claimed map[int32][]types.UID
 	// notes are what keeps each slot judged in this pass from granting (slotNotes).
 	notes slotNotes
-	// finalized: a slot released the finalizer of the deleted FencedLease.
+	// finalized: a slot releases the finalizer of the deleted FencedLease.
 	finalized bool
-	// judged: the slot the pass is at decided (its pass did not end before, on a cache
-	// behind this controller's writes); skipped: one did not, so the slots after it grant
-	// no one in this pass.
-	judged, skipped bool
+	// skipped: a slot could not be judged (its view was behind this controller's own
+	// writes), or granted a token the status write is the first to record
+	// (grantsInStatus), so the slots after it grant no one in this pass.
+	skipped bool
 }
 
-// passSlots judges a FencedLease with slots one slot at a time, in order, each as a
-// FencedLease of one grant (slots.go), then writes what the status says of the whole
-// FencedLease when that alone changed. It asks to run again when the soonest slot does.
-func (r *Reconciler) passSlots(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.Result, error) {
-	p, err := r.beginSlots(ctx, fl)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	var res ctrl.Result
-	for _, i := range p.indices() {
-		s := slotFrame{index: i, sharded: true, recorded: slotRecorded(&p.fl.Status, i), retired: i >= holdersOf(fl),
-			ordinal: fl.Spec.SlotAssignment == fencingv1.SlotAssignmentOrdinal, noGrant: p.skipped, pass: p}
-		s.others, s.othersHeld = p.othersOf(i)
-		p.judged = false
-		out, err := r.pass(ctx, slotView(p.fl, i, p.floor), s)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		res = sooner(res, out)
-		switch {
-		case p.finalized:
-			return ctrl.Result{}, nil
-		case !p.judged:
-			// The cache is behind for this slot (its own pods, written by the last pass):
-			// the later slots still judge their holders, but must not take the pod this
-			// one would have.
-			p.skipped = true
-		}
-	}
-	next := p.fl.DeepCopy()
-	finishSlots(&next.Status, next, p.pods, p.notes)
-	if equality.Semantic.DeepEqual(next.Status, p.fl.Status) {
-		return res, nil
-	}
-	from := next.ResourceVersion
-	err = r.Status().Update(ctx, next)
-	r.ownWrites.after(next, from, err)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
-	}
-	r.metrics.setStatus(client.ObjectKeyFromObject(next), next.Status)
-	return res, nil
-}
-
-// beginSlots reads what the slots of fl share in a pass: the labeled pods, and every
+// beginPass reads what the slots of fl share in a pass: the labeled pods, and every
 // Lease the operator made for fl — the token floor is the highest they carry, so a
 // re-created FencedLease continues above the tokens of slots it no longer has.
-func (r *Reconciler) beginSlots(ctx context.Context, fl *fencingv1.FencedLease) (*slotPass, error) {
+func (r *Reconciler) beginPass(ctx context.Context, fl *fencingv1.FencedLease) (*slotPass, error) {
 	pods, err := r.pods.forLease(fl.Namespace, fl.Name)
 	if err != nil {
 		return nil, err
@@ -98,7 +58,42 @@ func (r *Reconciler) beginSlots(ctx context.Context, fl *fencingv1.FencedLease) 
 	if err != nil {
 		return nil, err
 	}
-	return &slotPass{fl: fl, pods: pods, onLease: onLease, floor: onLease.Floor(), claimed: map[int32][]types.UID{}, notes: slotNotes{}}, nil
+	p := &slotPass{fl: fl, next: fl.DeepCopy(), pods: pods, onLease: onLease, floor: onLease.Floor(), claimed: map[int32][]types.UID{}, notes: slotNotes{}}
+	// A FencedLease whose status never listed slots (spec.holders lowered to 1 before any
+	// slot's status write landed) yet a slot's Lease records a grant: its slots are judged.
+	p.sharded = sharded(fl) || grantAboveSlot0(onLease)
+	return p, nil
+}
+
+// grantAboveSlot0 is true when the Lease of a slot above 0 records a grant, held or
+// released.
+func grantAboveSlot0(recs leaserecord.Slots) bool {
+	for slot, rec := range recs {
+		if slot > 0 && rec.HasHolderUID {
+			return true
+		}
+	}
+	return false
+}
+
+// frame is slot i as this pass judges it.
+func (p *slotPass) frame(i int32) slotFrame {
+	fl := p.fl
+	s := slotFrame{index: i, pass: p, noGrant: p.skipped, recorded: slotRecorded(&fl.Status, i)}
+	if p.sharded {
+		s.sharded, s.retired, s.ordinal = true, i >= holdersOf(fl), fl.Spec.SlotAssignment == fencingv1.SlotAssignmentOrdinal
+	}
+	s.others, s.othersHeld = p.othersOf(i)
+	return s
+}
+
+// view is what slot i judges: the FencedLease itself for one grant, else the slot's view
+// of it (slotView) as the earlier slots of this pass left it.
+func (p *slotPass) view(i int32) *fencingv1.FencedLease {
+	if !p.sharded {
+		return p.next.DeepCopy()
+	}
+	return slotView(p.next, i, p.floor)
 }
 
 // slotRecords reads fl's slots' Leases, by slot, from the cache (it holds the operator's
@@ -111,29 +106,13 @@ func (r *Reconciler) slotRecords(ctx context.Context, fl *fencingv1.FencedLease)
 	return leaserecord.ReadSlots(leases.Items, fl.Name), nil
 }
 
-// slotLeasesFloor is the highest token on the Leases of fl's slots (their tombstones
-// outlive a FencedLease deleted with more slots than it is re-created with).
-func (r *Reconciler) slotLeasesFloor(ctx context.Context, fl *fencingv1.FencedLease) (int64, error) {
-	recs, err := r.slotRecords(ctx, fl)
-	return recs.Floor(), err
-}
-
-// slotGrantOnLeases is true when the Lease of a slot above 0 of fl records a grant, held
-// or released.
-func (r *Reconciler) slotGrantOnLeases(ctx context.Context, fl *fencingv1.FencedLease) (bool, error) {
-	recs, err := r.slotRecords(ctx, fl)
-	for slot, rec := range recs {
-		if slot > 0 && rec.HasHolderUID {
-			return true, nil
-		}
-	}
-	return false, err
-}
-
 // indices are the slots the pass judges: those of the status (slotIndices), and any
 // whose Lease names a grant the status does not list (made on the Lease just before
 // spec.holders was lowered): that grant is adopted and asked to hand off like any.
 func (p *slotPass) indices() []int32 {
+	if !p.sharded {
+		return []int32{0}
+	}
 	out := slotIndices(p.fl)
 	for i, rec := range p.onLease {
 		if rec.HasHolderUID && !slices.Contains(out, i) {
@@ -155,7 +134,7 @@ func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 			others[uid] = true
 		}
 	}
-	for _, s := range p.fl.Status.Slots {
+	for _, s := range p.next.Status.Slots {
 		if s.Slot == i {
 			continue
 		}
@@ -170,13 +149,13 @@ func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 			add(s.LastRevocation.PodUID)
 		}
 	}
-	if len(p.fl.Status.Slots) == 0 && i != 0 {
+	if len(p.next.Status.Slots) == 0 && i != 0 {
 		// Slots only now: slot 0 is the status's single grant.
-		if h := p.fl.Status.Holder; h != nil {
+		if h := p.next.Status.Holder; h != nil {
 			add(h.PodUID)
 			held = true
 		}
-		if rv := p.fl.Status.LastRevocation; rv != nil {
+		if rv := p.next.Status.LastRevocation; rv != nil {
 			add(rv.PodUID)
 		}
 	}
@@ -213,12 +192,9 @@ func slotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
 	return t
 }
 
-// decided records slot i's decision d, taken on w: the pods it names, and the token
-// floor it raised. Nothing for a FencedLease without slots (p nil).
+// decided records slot i's decision d, taken on w: the pods it names, the token floor it
+// raised, and — when its plan records it — its status in the projection the pass writes.
 func (p *slotPass) decided(i int32, w world, d decision) {
-	if p == nil {
-		return
-	}
 	p.floor = max(p.floor, d.status.FencingToken)
 	if h := w.fl.Status.Holder; h != nil {
 		p.claimed[i] = append(p.claimed[i], h.PodUID)
@@ -231,30 +207,52 @@ func (p *slotPass) decided(i int32, w world, d decision) {
 	}
 	p.notes.note(i, &d.status)
 	p.finalized = d.plan.has(releaseFinalizer)
-	p.judged = true
+	p.skipped = p.skipped || grantsInStatus(w, d)
+	if !d.plan.has(writeStatus) {
+		return
+	}
+	if p.sharded {
+		p.next.Status = withSlot(p.next, i, &d.status, p.pods, p.notes)
+	} else {
+		p.next.Status = *d.status.DeepCopy()
+	}
 }
 
-// writeSlotStatus writes the FencedLease's status with slot s as decision d has it (the
-// view fl carries the slot's status), with the resourceVersion last read or written,
-// when that changes it; the view moves on to the version written.
-func (r *Reconciler) writeSlotStatus(ctx context.Context, view *fencingv1.FencedLease, s slotFrame, d decision) error {
-	p := s.pass
-	next := p.fl.DeepCopy()
-	next.Status = withSlot(p.fl, s.index, &d.status, p.pods, p.notes)
-	if equality.Semantic.DeepEqual(next.Status, p.fl.Status) {
-		return nil
+// assignPods leaves each pod in the pods of one slot at most, so the slots write at once
+// without sharing a pod: in the slot whose decision names it, else in the first slot that
+// sees it (a pod no slot names is only ever demoted).
+func (p *slotPass) assignPods(slots []*slotRun) {
+	owner := map[types.UID]int32{}
+	for i, uids := range p.claimed {
+		for _, uid := range uids {
+			owner[uid] = i
+		}
 	}
-	from := next.ResourceVersion
-	err := r.Status().Update(ctx, next)
-	r.ownWrites.after(next, from, err)
-	if err != nil {
-		return fmt.Errorf("writing status: %w", err)
+	given := map[types.UID]bool{}
+	for _, sr := range slots {
+		i := sr.w.slot.index
+		sr.pods = slices.DeleteFunc(sr.pods, func(pod corev1.Pod) bool {
+			if o, named := owner[pod.UID]; named {
+				return o != i
+			}
+			if given[pod.UID] {
+				return true
+			}
+			given[pod.UID] = true
+			return false
+		})
 	}
-	p.fl = next
-	view.ResourceVersion = next.ResourceVersion
-	r.emitEvents(ctx, view, d, strconv.Itoa(int(s.index)))
-	r.metrics.setStatus(client.ObjectKeyFromObject(next), next.Status)
-	return nil
+}
+
+// projected is the status the pass writes: every recorded decision, and what the status
+// says of the whole FencedLease recomputed for a FencedLease with slots.
+func (p *slotPass) projected() *fencingv1.FencedLease {
+	next := p.next.DeepCopy()
+	next.ResourceVersion = p.fl.ResourceVersion
+	if p.sharded {
+		finishSlots(&next.Status, next, p.pods, p.notes)
+	}
+	return next
 }
 
 // sooner is the result that runs again sooner: a requeue before none.

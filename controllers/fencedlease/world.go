@@ -63,7 +63,7 @@ type world struct {
 // unchanged is true when writing status st would change nothing.
 func (w world) unchanged(st *fencingv1.FencedLeaseStatus) bool {
 	if w.slot.sharded {
-		return sameSlotStatus(w.slot.pass.fl, w.slot.index, st, w.slot.pass.pods, w.slot.pass.notes)
+		return sameSlotStatus(w.slot.pass.next, w.slot.index, st, w.slot.pass.pods, w.slot.pass.notes)
 	}
 	return equality.Semantic.DeepEqual(*st, w.fl.Status)
 }

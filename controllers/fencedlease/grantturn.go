@@ -1,0 +1,80 @@
+package fencedlease
+
+import "errors"
+
+// The slots of a pass write at once, but the tokens they grant land in token order: each
+// after the one below it landed, so a failure or a crash never leaves a token no grant
+// carries below one a Lease carries. A grant whose first record is the status write
+// (recorded at once: by a restarted process, say) lands with that one write, after every
+// grant made on a Lease in the pass; the slots judged after it grant no one in the pass.
+
+// grantTurn is one slot's place among the slots of a pass that grant on their Lease.
+type grantTurn struct {
+	prev <-chan bool // the grant below: true once it landed; nil for the first
+	done chan bool
+	told bool
+}
+
+// errGrantBelowFailed ends a slot's writes when the grant below its own did not land; the
+// pass reports that one's error.
+var errGrantBelowFailed = errors.New("a lower token's grant did not land")
+
+// wait is true once the grant below landed (at once for the first).
+func (t *grantTurn) wait() bool {
+	if t.prev == nil {
+		return true
+	}
+	ok := <-t.prev
+	t.prev = nil
+	return ok
+}
+
+// tell says, once, whether this slot's grant landed.
+func (t *grantTurn) tell(landed bool) {
+	if !t.told {
+		t.told = true
+		t.done <- landed
+	}
+}
+
+// newToken is the token decision d grants that no Lease carries yet; 0 when it grants
+// none (or adopts one its Lease carries).
+func newToken(w world, d decision) int64 {
+	if h := d.granted(); h != nil && h.Token > w.record.Token {
+		return h.Token
+	}
+	return 0
+}
+
+// grantsOnLease: the decision's new token lands on the slot's Lease before the status
+// write — handed over in its compare-and-swap, or granted there with the status waiting.
+func grantsOnLease(w world, d decision) bool {
+	return newToken(w, d) > 0 && (d.handsOver() || !d.plan.has(writeStatus))
+}
+
+// grantsInStatus: the decision's new token is first recorded by the status write.
+func grantsInStatus(w world, d decision) bool {
+	return newToken(w, d) > 0 && !grantsOnLease(w, d)
+}
+
+// takeTurns gives each slot that grants on its Lease its turn, in slot order (the order
+// their tokens were decided in).
+func takeTurns(slots []*slotRun) {
+	var prev <-chan bool
+	for _, sr := range slots {
+		if !grantsOnLease(sr.w, sr.d) {
+			continue
+		}
+		done := make(chan bool, 1)
+		sr.turn = &grantTurn{prev: prev, done: done}
+		prev = done
+	}
+}
+
+// grantStep is the step of decision d that carries its new token to the Lease.
+func grantStep(d decision) stepKind {
+	if d.handsOver() {
+		return cutLease
+	}
+	return writeLease
+}

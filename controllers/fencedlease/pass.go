@@ -1,0 +1,221 @@
+package fencedlease
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// slotRun is one slot's part of a pass: what it observed and decided, and what of its
+// plan landed.
+type slotRun struct {
+	w world
+	d decision
+	// judged: the slot decided (its view was not behind this controller's own writes).
+	judged bool
+	// turn orders its grant among the slots' that land on their Leases (grantturn.go).
+	turn *grantTurn
+	// records: its plan records its decision in the status, and that changes the status.
+	records bool
+	// fl is the slot's view carrying the decided status; lease the slot's Lease as last
+	// read or written; pods its pods, labeled or not.
+	fl    *fencingv1.FencedLease
+	lease *coordinationv1.Lease
+	pods  []corev1.Pod
+	done  landed
+}
+
+// pass judges every slot of fl in order — slot 0 alone for a FencedLease of one grant —
+// then carries out their plans in three phases: each slot's writes that come before its
+// status record (the Lease's compare-and-swap, the ended grant's pod), the status of the
+// whole FencedLease, projected from every slot's decision and written once, then each
+// slot's writes that follow the status (its Lease, its pods), and last the finalizer.
+// A write that fails ends the pass; what landed is remembered, and the next pass finishes
+// it from the Lease (as after a crash). It asks to run again when the soonest slot does.
+func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.Result, error) {
+	p, err := r.beginPass(ctx, fl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	slots, res, err := r.judgeSlots(ctx, p)
+	// Remembered however the pass ends, from what each slot saw, decided and landed.
+	defer r.rememberSlots(fl, slots)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	judged := slices.DeleteFunc(slices.Clone(slots), func(sr *slotRun) bool { return !sr.judged })
+	if err := r.runSlots(ctx, p, judged); err != nil {
+		return ctrl.Result{}, err
+	}
+	if p.finalized {
+		return ctrl.Result{}, nil
+	}
+	return res, nil
+}
+
+// judgeSlots judges the slots of the pass one after another, each counting on the
+// decisions before it; a slot whose view is behind this controller's own writes is
+// looked at again soon. It stops after a slot that lets the deleted FencedLease go.
+func (r *Reconciler) judgeSlots(ctx context.Context, p *slotPass) ([]*slotRun, ctrl.Result, error) {
+	var slots []*slotRun
+	var res ctrl.Result
+	for _, i := range p.indices() {
+		sr, err := r.judgeSlot(ctx, p, p.frame(i))
+		if sr != nil {
+			slots = append(slots, sr)
+		}
+		if err != nil {
+			return slots, res, err
+		}
+		if !sr.judged {
+			// The cache is behind for this slot (its own pods, written by the last pass):
+			// the later slots still judge their holders, but must not take the pod this
+			// one would have.
+			p.skipped = true
+			res = sooner(res, ctrl.Result{RequeueAfter: cacheBehind})
+			continue
+		}
+		res = sooner(res, sr.d.plan.result())
+		if p.finalized {
+			break
+		}
+	}
+	return slots, res, nil
+}
+
+// runSlots carries out the plans of the judged slots: the writes before the status, at
+// once across slots (their grants in token order), the status, the writes after it, at
+// once, and the finalizer.
+func (r *Reconciler) runSlots(ctx context.Context, p *slotPass, judged []*slotRun) error {
+	p.assignPods(judged)
+	takeTurns(judged)
+	if err := eachSlot(judged, func(sr *slotRun) error { return r.runSteps(ctx, sr, false) }); err != nil {
+		return err
+	}
+	if err := r.writePassStatus(ctx, p, judged); err != nil {
+		return err
+	}
+	err := eachSlot(judged, func(sr *slotRun) error {
+		err := r.runSteps(ctx, sr, true)
+		sr.done.all = err == nil && !sr.d.plan.has(releaseFinalizer)
+		return err
+	})
+	if err != nil || !p.finalized {
+		return err
+	}
+	done := p.fl.DeepCopy()
+	controllerutil.RemoveFinalizer(done, fencingv1.Finalizer)
+	if err := r.Update(ctx, done); err != nil {
+		return err
+	}
+	judged[len(judged)-1].done.all = true
+	return nil
+}
+
+// rememberSlots writes what each slot of the pass saw, decided and landed into the grant
+// memory; the clock is read after the writes.
+func (r *Reconciler) rememberSlots(fl *fencingv1.FencedLease, slots []*slotRun) {
+	key := client.ObjectKeyFromObject(fl)
+	for _, sr := range slots {
+		r.grants.write(sr.w.slot.memoryKey(key), remember(sr.w, sr.d, sr.done, r.clock.Now()))
+	}
+}
+
+// judgeSlot observes slot s and decides, unless its view is behind this controller's own
+// last writes. nil only when the first look failed.
+func (r *Reconciler) judgeSlot(ctx context.Context, p *slotPass, s slotFrame) (*slotRun, error) {
+	view := p.view(s.index)
+	w, err := r.observeSlot(ctx, view, s, false)
+	if err != nil {
+		return nil, err
+	}
+	sr := &slotRun{w: w}
+	if r.ownWrites.behind(w.fl, s.leaseOwner(view), w.lease, w.pods) {
+		// Deciding on a view older than this controller's own last write would only send
+		// writes bound to fail on their resourceVersion.
+		return sr, nil
+	}
+	d := decide(w)
+	if w.leaseUnread && !d.createsLease() {
+		// The cache shows no Lease, and it holds labeled Leases only: ask the API server
+		// (a Lease someone else created, a tombstone the watch has not brought yet), and
+		// decide again. A grant whose first write is the Lease's creation needs no read:
+		// the creation fails, spending nothing, if any Lease of that name exists (G2).
+		again, err := r.observeSlot(ctx, view, s, true)
+		if err != nil {
+			return sr, err // nothing was decided: only the first look is remembered
+		}
+		w, d = again, decide(again)
+	}
+	sr.w, sr.d, sr.judged = w, d, true
+	sr.records = d.plan.has(writeStatus) && !w.unchanged(&d.status)
+	sr.fl = w.fl.DeepCopy()
+	sr.fl.Status = d.status
+	sr.lease = w.lease
+	sr.pods = slices.Concat(w.pods, w.unlabeled)
+	p.decided(s.index, w, d)
+	return sr, nil
+}
+
+// writePassStatus writes the status the pass projects (slotPass.projected), with the
+// resourceVersion it read, when that changes it: a token is spent only if nobody else
+// wrote in between. Events and metrics follow a successful write only.
+func (r *Reconciler) writePassStatus(ctx context.Context, p *slotPass, slots []*slotRun) error {
+	next := p.projected()
+	if !equality.Semantic.DeepEqual(next.Status, p.fl.Status) {
+		from := next.ResourceVersion
+		err := r.Status().Update(ctx, next)
+		r.ownWrites.after(next, from, err)
+		if err != nil {
+			return fmt.Errorf("writing status: %w", err)
+		}
+		p.fl = next
+		defer r.metrics.setStatus(client.ObjectKeyFromObject(next), next.Status) // after the events' counts
+	}
+	for _, sr := range slots {
+		if !sr.d.plan.has(writeStatus) {
+			continue
+		}
+		sr.done.status = true
+		sr.fl.ResourceVersion = p.fl.ResourceVersion
+		if sr.records {
+			slot := ""
+			if p.sharded {
+				slot = strconv.Itoa(int(sr.w.slot.index))
+			}
+			r.emitEvents(ctx, sr.fl, sr.d, slot)
+		}
+	}
+	return nil
+}
+
+// eachSlot runs f for every slot at once — slots write their own Lease and pods, never
+// another's (N3) — and returns the first slot's error, in slot order.
+func eachSlot(slots []*slotRun, f func(*slotRun) error) error {
+	if len(slots) == 1 {
+		return f(slots[0])
+	}
+	errs := make([]error, len(slots))
+	var wg sync.WaitGroup
+	for i, sr := range slots {
+		wg.Go(func() { errs[i] = f(sr) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
