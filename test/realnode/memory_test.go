@@ -23,21 +23,10 @@ func testOperatorMemory(t *testing.T) {
 	ctx := context.Background()
 	before := operatorMemory(t)
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < n; i += 8 {
-				errs <- rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("fl-%04d", i)},
-					Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 15}})
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		must(t, err)
-	}
+	eachOf(t, n, func(i int) error {
+		return rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("fl-%04d", i)},
+			Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: 15}})
+	})
 	observed := 0
 	if err := poll(3*time.Minute, func() bool {
 		list := &fencingv1.FencedLeaseList{}
@@ -59,7 +48,11 @@ func testOperatorMemory(t *testing.T) {
 	after := operatorMemory(t)
 	measured("operator pods' working set, no FencedLease", "%s", before)
 	measured(fmt.Sprintf("operator pods' working set, %d FencedLeases", n), "%s (all observed %v after the first create)", after, settled.Round(100*time.Millisecond))
-	must(t, rc.Client.DeleteAllOf(ctx, &fencingv1.FencedLease{}, clientNamespace(ns)))
+	// One by one, as they were created: a delete-collection of a thousand objects can
+	// outlast the API server's request timeout on a loaded machine.
+	eachOf(t, n, func(i int) error {
+		return rc.Client.Delete(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("fl-%04d", i)}})
+	})
 	if err := poll(3*time.Minute, func() bool {
 		list := &fencingv1.FencedLeaseList{}
 		return rc.Client.List(ctx, list, clientNamespace(ns)) == nil && len(list.Items) == 0
@@ -108,4 +101,23 @@ func leaderMark(t *testing.T, pod string) string {
 		return " (leader)"
 	}
 	return ""
+}
+
+// eachOf calls f for 0 to n-1 from eight workers, and fails t on the first error.
+func eachOf(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				errs <- f(i)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		must(t, err)
+	}
 }
