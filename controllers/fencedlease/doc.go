@@ -94,12 +94,14 @@
 //	W2. A pod waiting 3 s for a FencedLease that does not exist gets an event and the condition FencedLeaseFound False, once.
 //	W3. A labeled pod admission never made a candidate gets an event and the condition Admitted False, once; it is never granted.
 //
-// N slots (spec.holders above 1; slots.go, slotpass.go):
+// Slots (pass.go, slotpass.go; a FencedLease of one grant is slot 0 alone, and spec.holders
+// above 1 gives it more):
 //
 //	N1. Slot k's Lease is the FencedLease's own for k = 0, <name>-slot-k otherwise, labeled with k.
 //	N2. One counter: a slot grants above the status's token and every token any slot's Lease carries.
 //	N3. A slot never sees the pods another slot names or granted in this pass: no pod holds two slots.
-//	N4. The status is written whole, on the version the pass last wrote; D1 waits for every slot's Lease too.
+//	N4. The status is projected from every slot's decision and written once a pass, on the version read; D1 waits for every slot's Lease too.
+//	N5. The slots' writes run at once; their grants land in token order, and a grant the status records first ends the pass's grants.
 //
 // Priority (priority.go):
 //

@@ -268,7 +268,7 @@ func (w *historyWorld) editFL(rt *rapid.T, what string, change func(*fencingv1.F
 // carries out or the fault it injects (doc.go's IDs: protocol_ids_test.go checks them).
 func (w *historyWorld) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
-		"G1 G2 G3 G4 L3 X2 X3 X4 X5 X6 X8 C1 C2 Q2 H3 D1 N1 N2 N3 N4 P1 the operator runs a pass": func(rt *rapid.T) {
+		"G1 G2 G3 G4 L3 X2 X3 X4 X5 X6 X8 C1 C2 Q2 H3 D1 N1 N2 N3 N4 N5 P1 the operator runs a pass": func(rt *rapid.T) {
 			w.reconcile(rt)
 			w.v.note("pass → %s", w.statusLine())
 		},

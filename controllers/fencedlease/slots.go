@@ -9,15 +9,16 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// A FencedLease with slots (spec.holders above 1) is judged one slot at a time, each
-// slot as a FencedLease of one grant: its view carries the slot's holder and last
-// revocation in status.holder and status.lastRevocation, and the FencedLease's token
-// counter, so the rules, the plan and the writers of a single grant serve every slot
-// unchanged. What differs is framed here: the slot's Lease, which pods the slot may
-// see, whether it may grant, and how its status is merged back (slotstatus.go).
+// Every FencedLease is judged slot by slot (pass.go): slot 0 alone for one of one grant,
+// whose view is the FencedLease itself; with slots (spec.holders above 1), each slot as a
+// FencedLease of one grant, its view carrying the slot's holder and last revocation in
+// status.holder and status.lastRevocation, and the FencedLease's token counter, so the
+// rules, the plan and the writers of a single grant serve every slot unchanged. What
+// differs is framed here: the slot's Lease, which pods the slot may see, whether it may
+// grant, and how its status is merged into the one the pass writes (slotstatus.go).
 
-// slotFrame is the slot a pass judges. The zero frame is a FencedLease without slots:
-// slot 0, whose view is the FencedLease itself.
+// slotFrame is the slot a pass judges (slotPass.frame). Slot 0 of a FencedLease without
+// slots is not sharded: its view is the FencedLease itself.
 type slotFrame struct {
 	index int32
 	// sharded: the FencedLease has slots; its status lists them (status.slots).
@@ -41,7 +42,7 @@ type slotFrame struct {
 	// othersHeld: another slot still has a holder, so a deleted FencedLease keeps its
 	// finalizer.
 	othersHeld bool
-	// pass is shared by the slots of one pass: the FencedLease as last written.
+	// pass is what the slots of this pass share (slotpass.go).
 	pass *slotPass
 }
 
