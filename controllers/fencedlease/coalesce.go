@@ -49,9 +49,3 @@ func (d *decision) deferStatus(w world, in *input, adopted bool) {
 		d.requeueAfter = left
 	}
 }
-
-// handsOver: this decision's compare-and-swap on the Lease ends the status's grant and
-// names the next one (X3 with G2), because the Lease shows the grant that ends.
-func (d decision) handsOver() bool {
-	return d.leaseFirst() && d.grant != nil && d.leaseShowsHolder
-}

@@ -47,14 +47,6 @@ func classify(w world, h *fencingv1.Holder) input {
 	return in
 }
 
-// handedOver: the Lease carries a grant above every token the status records — named
-// (the hand-over's compare-and-swap, X3 with G2, or G2 on an idle FencedLease), or
-// already released by its holder while the status write after it had not landed (an
-// operator that died in between): the status's grant, if any, ended on the Lease.
-func handedOver(state leaserecord.State, rec leaserecord.Record, recorded int64) bool {
-	return (state == leaserecord.StateOther || state == leaserecord.StateTombstone) && rec.GrantAbove(recorded)
-}
-
 // decide is the pass's decision on what was observed, with the plan that carries it out:
 // the writes in order, when to look again, what to remember. It is pure: the writes all
 // happen after it (Reconciler.run), and nothing after it decides again.
@@ -263,13 +255,6 @@ func adoptRule(w world, rec leaserecord.Record) (transition, bool) {
 		t.podCreated = p.CreationTimestamp.Time
 	}
 	return t, true
-}
-
-// endedOnPod: pod p shows that its grant of token ended (X5, L3): marked Released or
-// Revoked with that token.
-func endedOnPod(p *corev1.Pod, token int64) bool {
-	st := grantorder.PodState(p)
-	return (st == fencingv1.PodReleased || st == fencingv1.PodRevoked) && leaserecord.ParseToken(p.Annotations) == token
 }
 
 // recordLastRenewal moves status.holder.lastRenewTime to the last renewal this process saw

@@ -57,20 +57,6 @@ func grantsInStatus(w world, d decision) bool {
 	return newToken(w, d) > 0 && !grantsOnLease(w, d)
 }
 
-// takeTurns gives each slot that grants on its Lease its turn, in slot order (the order
-// their tokens were decided in).
-func takeTurns(slots []*slotRun) {
-	var prev <-chan bool
-	for _, sr := range slots {
-		if !grantsOnLease(sr.w, sr.d) {
-			continue
-		}
-		done := make(chan bool, 1)
-		sr.turn = &grantTurn{prev: prev, done: done}
-		prev = done
-	}
-}
-
 // grantStep is the step of decision d that carries its new token to the Lease.
 func grantStep(d decision) stepKind {
 	if d.handsOver() {

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"sync"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,25 +14,6 @@ import (
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
-
-// slotRun is one slot's part of a pass: what it observed and decided, and what of its
-// plan landed.
-type slotRun struct {
-	w world
-	d decision
-	// judged: the slot decided (its view was not behind this controller's own writes).
-	judged bool
-	// turn orders its grant among the slots' that land on their Leases (grantturn.go).
-	turn *grantTurn
-	// records: its plan records its decision in the status, and that changes the status.
-	records bool
-	// fl is the slot's view carrying the decided status; lease the slot's Lease as last
-	// read or written; pods its pods, labeled or not.
-	fl    *fencingv1.FencedLease
-	lease *coordinationv1.Lease
-	pods  []corev1.Pod
-	done  landed
-}
 
 // pass judges every slot of fl in order — slot 0 alone for a FencedLease of one grant —
 // then carries out their plans in three phases: each slot's writes that come before its
@@ -98,7 +77,7 @@ func (r *Reconciler) judgeSlots(ctx context.Context, p *slotPass) ([]*slotRun, c
 // once across slots (their grants in token order), the status, the writes after it, at
 // once, and the finalizer.
 func (r *Reconciler) runSlots(ctx context.Context, p *slotPass, judged []*slotRun) error {
-	p.assignPods(judged)
+	assignPods(judged, p.claimed)
 	takeTurns(judged)
 	if err := eachSlot(judged, func(sr *slotRun) error { return r.runSteps(ctx, sr, false) }); err != nil {
 		return err

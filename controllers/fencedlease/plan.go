@@ -63,16 +63,16 @@ func planFor(w world, d decision) plan {
 		p.requeueAfter, p.priority = d.requeueAfter, ptr.To(followUpPriority)
 	default:
 		p.requeueAfter, p.priority = d.requeueAfter, ptr.To(normalPriority)
-		p.settles = settles(w.fl, d)
+		p.settles = grantSettles(w.fl, d)
 	}
 	return p
 }
 
-// settles is true when the pass keeps the grant with nothing of it left waiting for a
+// grantSettles is true when the pass keeps the grant with nothing of it left waiting for a
 // renewal: the status records its first renewal, no hand-off was asked, no revocation is
 // requested, the FencedLease is not being deleted; so only its expiry is due, on the timer
 // this pass sets (keepRule), and its renewals need queue no pass (renewals.go).
-func settles(fl *fencingv1.FencedLease, d decision) bool {
+func grantSettles(fl *fencingv1.FencedLease, d decision) bool {
 	h := d.status.Holder
 	return h != nil && d.end != nil && d.end.kind == keep && d.grant == nil && d.statusWait == 0 && d.requeueAfter > 0 &&
 		h.FirstRenewTime != nil && h.Handoff == nil && fl.DeletionTimestamp == nil && !revokeRequestedFor(fl, h)

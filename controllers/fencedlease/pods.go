@@ -107,3 +107,10 @@ func podWithUID(ctx context.Context, reader client.Reader, ns string, uid types.
 	}
 	return findPod(pods.Items, uid), nil
 }
+
+// endedOnPod: pod p shows that its grant of token ended (X5, L3): marked Released or
+// Revoked with that token.
+func endedOnPod(p *corev1.Pod, token int64) bool {
+	st := grantorder.PodState(p)
+	return (st == fencingv1.PodReleased || st == fencingv1.PodRevoked) && leaserecord.ParseToken(p.Annotations) == token
+}

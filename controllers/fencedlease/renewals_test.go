@@ -175,7 +175,7 @@ func TestSettled(t *testing.T) {
 		return decision{end: &transition{kind: keep}, requeueAfter: time.Second,
 			status: fencingv1.FencedLeaseStatus{Holder: &fencingv1.Holder{PodName: "a", PodUID: "a-uid", Token: 7, FirstRenewTime: &first}}}
 	}
-	if !settles(fl(), keeping()) {
+	if !grantSettles(fl(), keeping()) {
 		t.Fatal("a kept grant that renewed is not settled")
 	}
 	for name, change := range map[string]func(*fencingv1.FencedLease, *decision){
@@ -196,7 +196,7 @@ func TestSettled(t *testing.T) {
 	} {
 		f, d := fl(), keeping()
 		change(f, &d)
-		if settles(f, d) {
+		if grantSettles(f, d) {
 			t.Errorf("%s: settled", name)
 		}
 	}

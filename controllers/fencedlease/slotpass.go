@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,38 +12,6 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
-
-// slotPass is what the slots of one pass share.
-type slotPass struct {
-	// fl is the FencedLease as the pass read it, then as it wrote it; pods are its labeled
-	// pods as the pass began.
-	fl   *fencingv1.FencedLease
-	pods []corev1.Pod
-	// sharded: fl has slots (status.slots); otherwise its one grant is slot 0, recorded in
-	// status.holder.
-	sharded bool
-	// next is fl with the status the decisions of this pass project so far: each slot that
-	// records its decision merges it in (withSlot), in order, so a later slot's view counts
-	// on it; the pass writes it once.
-	next *fencingv1.FencedLease
-	// floor is the highest token any slot's Lease carried when the pass began, or a slot
-	// of this pass decided: no slot grants one at or below it, whether or not the status
-	// records it yet (a grant made on its Lease first).
-	floor int64
-	// onLease is what each slot's Lease named when the pass began.
-	onLease leaserecord.Slots
-	// claimed are, per slot judged in this pass, the pods its decision names: the grant
-	// that ended and the one that holds now.
-	claimed map[int32][]types.UID
-	// notes are what keeps each slot judged in this pass from granting (slotNotes).
-	notes slotNotes
-	// finalized: a slot releases the finalizer of the deleted FencedLease.
-	finalized bool
-	// skipped: a slot could not be judged (its view was behind this controller's own
-	// writes), or granted a token the status write is the first to record
-	// (grantsInStatus), so the slots after it grant no one in this pass.
-	skipped bool
-}
 
 // beginPass reads what the slots of fl share in a pass: the labeled pods, and every
 // Lease the operator made for fl — the token floor is the highest they carry, so a
@@ -178,20 +145,6 @@ func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 	return others, held
 }
 
-// slotRecorded is the highest token status st records for slot j's grants: its last
-// recorded grant's (held, released or revoked), its holder's, its last revocation's.
-func slotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
-	s := slotOf(st, j)
-	t := s.LastToken
-	if s.Holder != nil {
-		t = max(t, s.Holder.Token)
-	}
-	if s.LastRevocation != nil {
-		t = max(t, s.LastRevocation.Token)
-	}
-	return t
-}
-
 // decided records slot i's decision d, taken on w: the pods it names, the token floor it
 // raised, and — when its plan records it — its status in the projection the pass writes.
 func (p *slotPass) decided(i int32, w world, d decision) {
@@ -215,32 +168,6 @@ func (p *slotPass) decided(i int32, w world, d decision) {
 		p.next.Status = withSlot(p.next, i, &d.status, p.pods, p.notes)
 	} else {
 		p.next.Status = *d.status.DeepCopy()
-	}
-}
-
-// assignPods leaves each pod in the pods of one slot at most, so the slots write at once
-// without sharing a pod: in the slot whose decision names it, else in the first slot that
-// sees it (a pod no slot names is only ever demoted).
-func (p *slotPass) assignPods(slots []*slotRun) {
-	owner := map[types.UID]int32{}
-	for i, uids := range p.claimed {
-		for _, uid := range uids {
-			owner[uid] = i
-		}
-	}
-	given := map[types.UID]bool{}
-	for _, sr := range slots {
-		i := sr.w.slot.index
-		sr.pods = slices.DeleteFunc(sr.pods, func(pod corev1.Pod) bool {
-			if o, named := owner[pod.UID]; named {
-				return o != i
-			}
-			if given[pod.UID] {
-				return true
-			}
-			given[pod.UID] = true
-			return false
-		})
 	}
 }
 

@@ -1,12 +1,15 @@
 package fencedlease
 
 import (
+	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // Every FencedLease is judged slot by slot (pass.go): slot 0 alone for one of one grant,
@@ -129,4 +132,71 @@ func podIndex(p *corev1.Pod) (int32, bool) {
 		return 0, false
 	}
 	return int32(i), true
+}
+
+// slotPass is what the slots of one pass share.
+type slotPass struct {
+	// fl is the FencedLease as the pass read it, then as it wrote it; pods are its labeled
+	// pods as the pass began.
+	fl   *fencingv1.FencedLease
+	pods []corev1.Pod
+	// sharded: fl has slots (status.slots); otherwise its one grant is slot 0, recorded in
+	// status.holder.
+	sharded bool
+	// next is fl with the status the decisions of this pass project so far: each slot that
+	// records its decision merges it in (withSlot), in order, so a later slot's view counts
+	// on it; the pass writes it once.
+	next *fencingv1.FencedLease
+	// floor is the highest token any slot's Lease carried when the pass began, or a slot
+	// of this pass decided: no slot grants one at or below it, whether or not the status
+	// records it yet (a grant made on its Lease first).
+	floor int64
+	// onLease is what each slot's Lease named when the pass began.
+	onLease leaserecord.Slots
+	// claimed are, per slot judged in this pass, the pods its decision names: the grant
+	// that ended and the one that holds now.
+	claimed map[int32][]types.UID
+	// notes are what keeps each slot judged in this pass from granting (slotNotes).
+	notes slotNotes
+	// finalized: a slot releases the finalizer of the deleted FencedLease.
+	finalized bool
+	// skipped: a slot could not be judged (its view was behind this controller's own
+	// writes), or granted a token the status write is the first to record
+	// (grantsInStatus), so the slots after it grant no one in this pass.
+	skipped bool
+}
+
+// slotNotes are, per slot, what keeps it from granting that only its own pass saw: its
+// view's Held reason and message when that is LeaseConflict (a Lease of the slot's name
+// the operator did not create, A3) or RevocationDelayed (its lock-delay, X8).
+type slotNotes map[int32]slotNote
+
+type slotNote struct{ reason, message string }
+
+// note keeps slot i's Held reason from status v when it blocks the slot, and drops an
+// older one otherwise.
+func (n slotNotes) note(i int32, v *fencingv1.FencedLeaseStatus) {
+	c := meta.FindStatusCondition(v.Conditions, fencingv1.ConditionHeld)
+	if c != nil && (c.Reason == fencingv1.ReasonLeaseConflict || c.Reason == fencingv1.ReasonRevocationDelayed) {
+		n[i] = slotNote{c.Reason, c.Message}
+		return
+	}
+	delete(n, i)
+}
+
+// blocking is the note of the lowest slot kept from granting, a LeaseConflict (which
+// needs a user) before a lock-delay (which passes), its message naming the slot; false
+// when none is.
+func (n slotNotes) blocking() (slotNote, bool) {
+	var out slotNote
+	at, found := int32(0), false
+	for i, c := range n {
+		better := !found || c.reason == fencingv1.ReasonLeaseConflict && out.reason != fencingv1.ReasonLeaseConflict ||
+			c.reason == out.reason && i < at
+		if better {
+			out, at, found = c, i, true
+		}
+	}
+	out.message = fmt.Sprintf("slot %d: %s", at, out.message)
+	return out, found
 }

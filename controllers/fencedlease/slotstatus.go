@@ -132,41 +132,6 @@ func waitingForSlots(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus) []*core
 	return slices.DeleteFunc(grantorder.Candidates(pods, &fencingv1.FencedLeaseStatus{}, ""), func(p *corev1.Pod) bool { return named[p.UID] })
 }
 
-// slotNotes are, per slot, what keeps it from granting that only its own pass saw: its
-// view's Held reason and message when that is LeaseConflict (a Lease of the slot's name
-// the operator did not create, A3) or RevocationDelayed (its lock-delay, X8).
-type slotNotes map[int32]slotNote
-
-type slotNote struct{ reason, message string }
-
-// note keeps slot i's Held reason from status v when it blocks the slot, and drops an
-// older one otherwise.
-func (n slotNotes) note(i int32, v *fencingv1.FencedLeaseStatus) {
-	c := meta.FindStatusCondition(v.Conditions, fencingv1.ConditionHeld)
-	if c != nil && (c.Reason == fencingv1.ReasonLeaseConflict || c.Reason == fencingv1.ReasonRevocationDelayed) {
-		n[i] = slotNote{c.Reason, c.Message}
-		return
-	}
-	delete(n, i)
-}
-
-// blocking is the note of the lowest slot kept from granting, a LeaseConflict (which
-// needs a user) before a lock-delay (which passes), its message naming the slot; false
-// when none is.
-func (n slotNotes) blocking() (slotNote, bool) {
-	var out slotNote
-	at, found := int32(0), false
-	for i, c := range n {
-		better := !found || c.reason == fencingv1.ReasonLeaseConflict && out.reason != fencingv1.ReasonLeaseConflict ||
-			c.reason == out.reason && i < at
-		if better {
-			out, at, found = c, i, true
-		}
-	}
-	out.message = fmt.Sprintf("slot %d: %s", at, out.message)
-	return out, found
-}
-
 // setSlotConditions says, for a FencedLease with slots, whether pods hold slots (Held)
 // and whether it works as its spec asks (Ready): every slot held by a pod that renewed,
 // or free with nobody waiting for it. A slot that a foreign Lease or a lock-delay keeps
@@ -223,4 +188,26 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 // nothing in fl's status.
 func sameSlotStatus(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod, notes slotNotes) bool {
 	return equality.Semantic.DeepEqual(withSlot(fl, i, v, pods, notes), fl.Status)
+}
+
+// slotRecorded is the highest token status st records for slot j's grants: its last
+// recorded grant's (held, released or revoked), its holder's, its last revocation's.
+func slotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
+	s := slotOf(st, j)
+	t := s.LastToken
+	if s.Holder != nil {
+		t = max(t, s.Holder.Token)
+	}
+	if s.LastRevocation != nil {
+		t = max(t, s.LastRevocation.Token)
+	}
+	return t
+}
+
+// unchanged is true when writing status st would change nothing.
+func (w world) unchanged(st *fencingv1.FencedLeaseStatus) bool {
+	if w.slot.sharded {
+		return sameSlotStatus(w.slot.pass.next, w.slot.index, st, w.slot.pass.pods, w.slot.pass.notes)
+	}
+	return equality.Semantic.DeepEqual(*st, w.fl.Status)
 }

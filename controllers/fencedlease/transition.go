@@ -137,3 +137,9 @@ func (d decision) leaseFirst() bool { return d.end != nil && d.end.leaseFirst }
 func (d decision) createsLease() bool {
 	return d.grantOnLease && d.statusWait > 0
 }
+
+// handsOver: this decision's compare-and-swap on the Lease ends the status's grant and
+// names the next one (X3 with G2), because the Lease shows the grant that ends.
+func (d decision) handsOver() bool {
+	return d.leaseFirst() && d.grant != nil && d.leaseShowsHolder
+}

@@ -5,7 +5,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
@@ -60,14 +59,6 @@ type world struct {
 	floor int64
 }
 
-// unchanged is true when writing status st would change nothing.
-func (w world) unchanged(st *fencingv1.FencedLeaseStatus) bool {
-	if w.slot.sharded {
-		return sameSlotStatus(w.slot.pass.next, w.slot.index, st, w.slot.pass.pods, w.slot.pass.notes)
-	}
-	return equality.Semantic.DeepEqual(*st, w.fl.Status)
-}
-
 // input is the world classified once for the rules: the Lease read through the one
 // reader, relative to the grant the status names, and the grant's clocks.
 type input struct {
@@ -97,4 +88,12 @@ type input struct {
 	// compare-and-swap (X3 with G2), or a grant's first write on an idle FencedLease
 	// (G2), landed, and the status write after it did not (yet).
 	handedOver bool
+}
+
+// handedOver: the Lease carries a grant above every token the status records — named
+// (the hand-over's compare-and-swap, X3 with G2, or G2 on an idle FencedLease), or
+// already released by its holder while the status write after it had not landed (an
+// operator that died in between): the status's grant, if any, ended on the Lease.
+func handedOver(state leaserecord.State, rec leaserecord.Record, recorded int64) bool {
+	return (state == leaserecord.StateOther || state == leaserecord.StateTombstone) && rec.GrantAbove(recorded)
 }

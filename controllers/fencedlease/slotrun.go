@@ -1,0 +1,70 @@
+package fencedlease
+
+import (
+	"slices"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+)
+
+// slotRun is one slot's part of a pass: what it observed and decided, and what of its
+// plan landed.
+type slotRun struct {
+	w world
+	d decision
+	// judged: the slot decided (its view was not behind this controller's own writes).
+	judged bool
+	// turn orders its grant among the slots' that land on their Leases (grantturn.go).
+	turn *grantTurn
+	// records: its plan records its decision in the status, and that changes the status.
+	records bool
+	// fl is the slot's view carrying the decided status; lease the slot's Lease as last
+	// read or written; pods its pods, labeled or not.
+	fl    *fencingv1.FencedLease
+	lease *coordinationv1.Lease
+	pods  []corev1.Pod
+	done  landed
+}
+
+// takeTurns gives each slot that grants on its Lease its turn, in slot order (the order
+// their tokens were decided in).
+func takeTurns(slots []*slotRun) {
+	var prev <-chan bool
+	for _, sr := range slots {
+		if !grantsOnLease(sr.w, sr.d) {
+			continue
+		}
+		done := make(chan bool, 1)
+		sr.turn = &grantTurn{prev: prev, done: done}
+		prev = done
+	}
+}
+
+// assignPods leaves each pod in the pods of one slot at most, so the slots write at once
+// without sharing a pod: in the slot whose decision names it (claimed), else in the first
+// slot that sees it (a pod no slot names is only ever demoted).
+func assignPods(slots []*slotRun, claimed map[int32][]types.UID) {
+	owner := map[types.UID]int32{}
+	for i, uids := range claimed {
+		for _, uid := range uids {
+			owner[uid] = i
+		}
+	}
+	given := map[types.UID]bool{}
+	for _, sr := range slots {
+		i := sr.w.slot.index
+		sr.pods = slices.DeleteFunc(sr.pods, func(pod corev1.Pod) bool {
+			if o, named := owner[pod.UID]; named {
+				return o != i
+			}
+			if given[pod.UID] {
+				return true
+			}
+			given[pod.UID] = true
+			return false
+		})
+	}
+}
