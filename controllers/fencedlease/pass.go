@@ -120,6 +120,9 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *slotPass, s slotFrame) (*
 		return nil, err
 	}
 	sr := &slotRun{w: w}
+	// The slot's pods live in the pass's scratch slice, which the next slot reuses: only
+	// the ones its plan may write are kept (below), as copies.
+	defer func() { sr.w.pods, sr.w.unlabeled, sr.w.holder, sr.w.successor = nil, nil, nil, nil }()
 	if r.ownWrites.behind(w.fl, s.leaseOwner(view), w.lease, w.pods) {
 		// Deciding on a view older than this controller's own last write would only send
 		// writes bound to fail on their resourceVersion.
@@ -142,8 +145,8 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *slotPass, s slotFrame) (*
 	sr.fl = w.fl.DeepCopy()
 	sr.fl.Status = d.status
 	sr.lease = w.lease
-	sr.pods = slices.Concat(w.pods, w.unlabeled)
-	p.decided(s.index, w, d)
+	sr.pods = writablePods(w, d)
+	p.decided(s.index, w, d, sr.records)
 	return sr, nil
 }
 

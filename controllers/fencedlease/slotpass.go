@@ -146,8 +146,8 @@ func (p *slotPass) othersOf(i int32) (map[types.UID]bool, bool) {
 }
 
 // decided records slot i's decision d, taken on w: the pods it names, the token floor it
-// raised, and — when its plan records it — its status in the projection the pass writes.
-func (p *slotPass) decided(i int32, w world, d decision) {
+// raised, and — when it changes the status (records) — its status in the projection the pass writes.
+func (p *slotPass) decided(i int32, w world, d decision, records bool) {
 	p.floor = max(p.floor, d.status.FencingToken)
 	if h := w.fl.Status.Holder; h != nil {
 		p.claimed[i] = append(p.claimed[i], h.PodUID)
@@ -158,12 +158,15 @@ func (p *slotPass) decided(i int32, w world, d decision) {
 			p.claimed[i] = append(p.claimed[i], ho.SuccessorUID)
 		}
 	}
-	p.notes.note(i, &d.status)
+	if p.notes.note(i, &d.status) {
+		p.finishedNow = nil
+	}
 	p.finalized = d.plan.has(releaseFinalizer)
 	p.skipped = p.skipped || grantsInStatus(w, d)
-	if !d.plan.has(writeStatus) {
+	if !records {
 		return
 	}
+	p.finishedNow = nil
 	if p.sharded {
 		p.next.Status = withSlot(p.next, i, &d.status, p.pods, p.notes)
 	} else {

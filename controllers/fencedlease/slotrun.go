@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
 // slotRun is one slot's part of a pass: what it observed and decided, and what of its
@@ -67,4 +68,43 @@ func assignPods(slots []*slotRun, claimed map[int32][]types.UID) {
 			return false
 		})
 	}
+}
+
+// writablePods are the pods of w a slot's plan may write: those its decision names (the
+// holder that was and the one that is, a hand-off's successor, the last revoked), and any
+// still marked holding or revoked, or labeled holder or slot (demoted or deleted). A
+// waiting pod no decision names is never written.
+func writablePods(w world, d decision) []corev1.Pod {
+	named := map[types.UID]bool{}
+	for _, h := range []*fencingv1.Holder{w.fl.Status.Holder, d.status.Holder} {
+		if h != nil {
+			named[h.PodUID] = true
+			if h.Handoff != nil {
+				named[h.Handoff.SuccessorUID] = true
+			}
+		}
+	}
+	if rv := d.status.LastRevocation; rv != nil {
+		named[rv.PodUID] = true
+	}
+	var out []corev1.Pod
+	for _, pods := range [][]corev1.Pod{w.pods, w.unlabeled} {
+		for i := range pods {
+			if p := &pods[i]; named[p.UID] || markedAsGranted(p) {
+				out = append(out, *p)
+			}
+		}
+	}
+	return out
+}
+
+// markedAsGranted: p shows a grant, held or revoked, by its state or its labels.
+func markedAsGranted(p *corev1.Pod) bool {
+	_, holder := p.Labels[fencingv1.HolderLabel]
+	_, slot := p.Labels[fencingv1.SlotLabel]
+	switch grantorder.PodState(p) {
+	case fencingv1.PodHolding, fencingv1.PodDraining, fencingv1.PodRevoked:
+		return true
+	}
+	return holder || slot
 }

@@ -89,16 +89,24 @@ func (s slotFrame) leaseOwner(fl *fencingv1.FencedLease) slotLease {
 	return slotLease{fl.UID, s.index}
 }
 
-// visible are the pods of pods this slot may see: all but the others'.
+// visible are the pods of pods this slot may see: all but the others'. In a pass they are
+// written into the pass's scratch slice, which the next slot reuses: a slot's world lets
+// go of them once it is judged (judgeSlot).
 func (s slotFrame) visible(pods []corev1.Pod) []corev1.Pod {
 	if len(s.others) == 0 {
 		return pods
 	}
-	out := make([]corev1.Pod, 0, len(pods))
+	var out []corev1.Pod
+	if s.pass != nil {
+		out = s.pass.scratch[:0]
+	}
 	for i := range pods {
 		if !s.others[pods[i].UID] {
 			out = append(out, pods[i])
 		}
+	}
+	if s.pass != nil {
+		s.pass.scratch = out
 	}
 	return out
 }
@@ -158,6 +166,11 @@ type slotPass struct {
 	claimed map[int32][]types.UID
 	// notes are what keeps each slot judged in this pass from granting (slotNotes).
 	notes slotNotes
+	// scratch holds the pods the slot being judged sees (slotFrame.visible).
+	scratch []corev1.Pod
+	// finishedNow caches slotPass.finished until the projection or the notes change; nil:
+	// not judged yet.
+	finishedNow *bool
 	// finalized: a slot releases the finalizer of the deleted FencedLease.
 	finalized bool
 	// skipped: a slot could not be judged (its view was behind this controller's own
@@ -175,13 +188,16 @@ type slotNote struct{ reason, message string }
 
 // note keeps slot i's Held reason from status v when it blocks the slot, and drops an
 // older one otherwise.
-func (n slotNotes) note(i int32, v *fencingv1.FencedLeaseStatus) {
+// It says whether that changed the notes.
+func (n slotNotes) note(i int32, v *fencingv1.FencedLeaseStatus) bool {
+	was, had := n[i]
 	c := meta.FindStatusCondition(v.Conditions, fencingv1.ConditionHeld)
 	if c != nil && (c.Reason == fencingv1.ReasonLeaseConflict || c.Reason == fencingv1.ReasonRevocationDelayed) {
 		n[i] = slotNote{c.Reason, c.Message}
-		return
+		return !had || was != n[i]
 	}
 	delete(n, i)
+	return had
 }
 
 // blocking is the note of the lowest slot kept from granting, a LeaseConflict (which

@@ -74,12 +74,7 @@ func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus
 		st.Slots = []fencingv1.Slot{slotOf(&fl.Status, 0)}
 	}
 	st.Holder, st.LastRevocation = nil, nil
-	// The slot's last recorded grant stays recorded when it ends: its Lease may still
-	// name it, its pod gone, and it is never adopted a second time.
-	s := fencingv1.Slot{Slot: i, Holder: v.Holder.DeepCopy(), LastRevocation: v.LastRevocation.DeepCopy(), LastToken: slotRecorded(&fl.Status, i)}
-	if v.Holder != nil {
-		s.LastToken = max(s.LastToken, v.Holder.Token)
-	}
+	s := mergedSlot(&fl.Status, i, v)
 	if at := slices.IndexFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i }); at >= 0 {
 		st.Slots[at] = s
 	} else {
@@ -90,6 +85,17 @@ func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus
 	st.ObservedGeneration = v.ObservedGeneration
 	finishSlots(&st, fl, pods, notes)
 	return st
+}
+
+// mergedSlot is slot i as view status v decided it, to replace the slot in status st. The
+// slot's last recorded grant stays recorded when it ends: its Lease may still name it,
+// its pod gone, and it is never adopted a second time.
+func mergedSlot(st *fencingv1.FencedLeaseStatus, i int32, v *fencingv1.FencedLeaseStatus) fencingv1.Slot {
+	s := fencingv1.Slot{Slot: i, Holder: v.Holder.DeepCopy(), LastRevocation: v.LastRevocation.DeepCopy(), LastToken: slotRecorded(st, i)}
+	if v.Holder != nil {
+		s.LastToken = max(s.LastToken, v.Holder.Token)
+	}
+	return s
 }
 
 // finishSlots lists exactly the slots of fl — 0 to spec.holders-1, and removed ones
@@ -185,9 +191,30 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 }
 
 // sameSlotStatus is true when writing slot i as view status v decided it would change
-// nothing in fl's status.
-func sameSlotStatus(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod, notes slotNotes) bool {
-	return equality.Semantic.DeepEqual(withSlot(fl, i, v, pods, notes), fl.Status)
+// nothing in the status pass p projects. It compares without merging the whole status
+// (withSlot): the slot and the counters, then what the status says of the whole
+// FencedLease, judged once until a decision moves it (slotPass.finished).
+func sameSlotStatus(p *slotPass, i int32, v *fencingv1.FencedLeaseStatus) bool {
+	st := &p.next.Status
+	at := slices.IndexFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i })
+	if at < 0 || st.Holder != nil || st.LastRevocation != nil {
+		return equality.Semantic.DeepEqual(withSlot(p.next, i, v, p.pods, p.notes), *st)
+	}
+	same := equality.Semantic.DeepEqual(mergedSlot(st, i, v), st.Slots[at]) && max(st.FencingToken, v.FencingToken) == st.FencingToken &&
+		v.Transitions == st.Transitions && v.Revocations == st.Revocations && v.ObservedGeneration == st.ObservedGeneration
+	return same && p.finished()
+}
+
+// finished: the status the pass projects says of the whole FencedLease what finishSlots
+// computes from it; remembered until a decision changes the projection or the notes.
+func (p *slotPass) finished() bool {
+	if p.finishedNow == nil {
+		st := *p.next.Status.DeepCopy()
+		finishSlots(&st, p.next, p.pods, p.notes)
+		ok := equality.Semantic.DeepEqual(st, p.next.Status)
+		p.finishedNow = &ok
+	}
+	return *p.finishedNow
 }
 
 // slotRecorded is the highest token status st records for slot j's grants: its last
@@ -207,7 +234,7 @@ func slotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
 // unchanged is true when writing status st would change nothing.
 func (w world) unchanged(st *fencingv1.FencedLeaseStatus) bool {
 	if w.slot.sharded {
-		return sameSlotStatus(w.slot.pass.next, w.slot.index, st, w.slot.pass.pods, w.slot.pass.notes)
+		return sameSlotStatus(w.slot.pass, w.slot.index, st)
 	}
 	return equality.Semantic.DeepEqual(*st, w.fl.Status)
 }

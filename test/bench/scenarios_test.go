@@ -59,6 +59,8 @@ type failover struct {
 	fromStop, endSpread sample
 	// writesPer is the operator's writes (or client-go's) per failover.
 	writesPer []float64
+	// one are failovers of one holder alone among the n renewing (oneOfMany), when asked.
+	one *failover
 	// gaveUp is how many holders (leaders) ended on their own deadline, of grants, in the
 	// whole scenario (the first grants included); gaveUpInFailover those of them that did
 	// in a failover: from the stop to one lease after the last next holder was named.
@@ -73,7 +75,9 @@ type failover struct {
 
 // operatorFailover grants n FencedLeases (lease d) to simulated holders, then runs times:
 // a waiting pod for each, every holder stops at once, and the watch times each next grant.
-func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
+// alone > 0 adds that many failovers of one holder among the n renewing (oneOfMany) into
+// the returned failover's one.
+func (b *bench) operatorFailover(n int, d time.Duration, runs int, alone ...int) failover {
 	ns := fmt.Sprintf("op-failover-%d-%ds", n, int(d.Seconds()))
 	ns = b.namespace(ns)
 	leases := names("l", n)
@@ -135,10 +139,25 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int) failover {
 		b.t.Logf("%s run %d: operator requests %v", ns, r, req)
 		current = next
 	}
+	if len(alone) > 0 && alone[0] > 0 {
+		one := b.oneOfMany(ns, keysOf(ns, leases), current, d, alone[0],
+			func(r, i int) { b.createAll(b.pods(ns, []string{fmt.Sprintf("o%d-%d", r, i)}, leases[i:i+1])) },
+			func() time.Time { return b.awaitStatus(ns, keyed(ns, leases, current)) })
+		f.one = &one
+	}
 	f.count(&b.holders.gaveUp, ns)
 	b.quiesce(ns, current)
 	f.grants = n * (runs + 1)
 	return f
+}
+
+// keysOf are the keys (namespace/name) of the Leases named names in ns.
+func keysOf(ns string, names []string) []string {
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = ns + "/" + n
+	}
+	return keys
 }
 
 // warmFailover is operatorFailover with Warm standbys: n FencedLeases in Warm standby, a

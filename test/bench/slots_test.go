@@ -77,6 +77,8 @@ func (b *bench) slotsFailover(n int, d time.Duration, runs int) {
 		b.t.Logf("%s run %d: operator requests %v", ns, r, req)
 		current = next
 	}
+	one := b.oneOfMany(ns, keys, current, d, runs, func(int, int) {}, // 2n wait already
+		func() time.Time { return b.awaitSlotStatus(ns, name, keys) })
 	rss := b.rss()
 	size := 0
 	if raw, err := json.Marshal(b.getFL(ns, name)); err == nil {
@@ -84,7 +86,7 @@ func (b *bench) slotsFailover(n int, d time.Duration, runs int) {
 	}
 	b.quiesce(ns, current)
 
-	single := b.operatorFailover(n, d, runs)
+	single := b.operatorFailover(n, d, runs, runs)
 	what := fmt.Sprintf("%d holders stop at once (lease %v): one FencedLease with %d slots; n FencedLeases of one grant", n, d, n)
 	b.add(what+": the stop → last next holder named",
 		slots.fromStop.summary(), "single grants "+single.fromStop.summary(),
@@ -93,6 +95,7 @@ func (b *bench) slotsFailover(n int, d time.Duration, runs int) {
 		slots.overshoot.summary(), "single grants "+single.overshoot.summary(),
 		ratio(slots.overshoot.quantile(0.99), single.overshoot.quantile(0.99))+" at p99")
 	b.add(what+": writes per failover, each run (events included)", floats(slots.writesPer), "single grants: "+floats(single.writesPer), "")
+	b.oneOfManyRows(n, d, one, *single.one)
 	b.add(fmt.Sprintf("one FencedLease with %d slots: operator RSS after its failovers; the FencedLease's size", n),
 		fmt.Sprintf("%s; %d bytes", rss, size), "—", "")
 }
