@@ -155,7 +155,7 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *slotPass, s slotFrame) (*
 // wrote in between. Events and metrics follow a successful write only.
 func (r *Reconciler) writePassStatus(ctx context.Context, p *slotPass, slots []*slotRun) error {
 	next := p.projected()
-	if !equality.Semantic.DeepEqual(next.Status, p.fl.Status) {
+	if !equality.Semantic.DeepEqual(next.Status, p.fl.Status) && !summaryWaits(slots) {
 		from := next.ResourceVersion
 		err := r.Status().Update(ctx, next)
 		r.ownWrites.after(next, from, err)
@@ -200,4 +200,19 @@ func eachSlot(slots []*slotRun, f func(*slotRun) error) error {
 		}
 	}
 	return nil
+}
+
+// summaryWaits: no slot's decision changes the status, and a slot's status write waits for
+// its new grant's first renewal (deferStatus): what the status says of the whole
+// FencedLease (waiting, holding, the conditions) is written with that record, as a
+// FencedLease of one grant writes it, not a write before it.
+func summaryWaits(slots []*slotRun) bool {
+	waits := false
+	for _, sr := range slots {
+		if sr.records {
+			return false
+		}
+		waits = waits || sr.d.statusWait > 0
+	}
+	return waits
 }

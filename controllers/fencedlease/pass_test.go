@@ -106,3 +106,48 @@ func TestSlotsGrantOnTheirLeasesInTokenOrder(t *testing.T) {
 		}
 	}
 }
+
+// failoverWrites counts the writes that fail over one holder of f — renewed at t0, lease
+// 10 s — to its waiting pod while renewOthers keeps the rest renewing, until the status
+// records the new holder's first renewal (renewNew).
+func failoverWrites(t *testing.T, f *casFixture, renewOthers, renewNew func()) int {
+	t.Helper()
+	counter := &crashingClient{Client: f.r.Client, budget: -1}
+	f.r.Client = counter
+	f.clock.Step(6 * time.Second)
+	renewOthers()
+	f.reconcile(t)
+	f.clock.Step(5 * time.Second) // the holder's lease ran out
+	for range 3 {
+		f.reconcile(t)
+	}
+	f.clock.Step(200 * time.Millisecond)
+	renewNew()
+	for range 3 {
+		f.reconcile(t)
+	}
+	return counter.writes
+}
+
+// One slot failing over among slots that renew makes the writes of a FencedLease of one
+// grant failing over: the summary of the whole FencedLease (waiting, holding) waits for
+// the new grant's record instead of a status write of its own.
+func TestOneSlotFailsOverWithTheWritesOfOneFencedLease(t *testing.T) {
+	single := newCASFixtureWaiting(t, pod("w", t0.Add(time.Second)))
+	want := failoverWrites(t, single, func() {}, func() { single.renew(t) })
+	if h := fetch(t, single.c, key, &fencingv1.FencedLease{}).Status.Holder; h == nil || h.PodName != "w" || h.FirstRenewTime == nil {
+		t.Fatalf("the FencedLease of one grant: holder %+v, want w recorded with its first renewal", h)
+	}
+	slots := newSlotsFixture(t, pod("w", t0.Add(time.Second)))
+	got := failoverWrites(t, slots, func() { slots.renewSlot(t, 0) }, func() { slots.renewSlot(t, 1) })
+	fl := fetch(t, slots.c, key, &fencingv1.FencedLease{})
+	if h := fl.Status.Slots[1].Holder; h == nil || h.PodName != "w" || h.FirstRenewTime == nil {
+		t.Fatalf("slot 1: holder %+v, want w recorded with its first renewal", h)
+	}
+	if h := fl.Status.Slots[0].Holder; h == nil || h.PodName != "a" {
+		t.Fatalf("slot 0: holder %+v, want a still", h)
+	}
+	if got != want {
+		t.Fatalf("one slot of two failing over made %d writes, a FencedLease of one grant %d", got, want)
+	}
+}

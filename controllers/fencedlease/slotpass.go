@@ -29,6 +29,12 @@ func (r *Reconciler) beginPass(ctx context.Context, fl *fencingv1.FencedLease) (
 	// A FencedLease whose status never listed slots (spec.holders lowered to 1 before any
 	// slot's status write landed) yet a slot's Lease records a grant: its slots are judged.
 	p.sharded = sharded(fl) || grantAboveSlot0(onLease)
+	p.pending = map[types.UID]bool{}
+	for j, rec := range onLease {
+		if rec.Holder != "" && rec.GrantAbove(slotRecorded(&fl.Status, j)) {
+			p.pending[rec.HolderUID] = true
+		}
+	}
 	return p, nil
 }
 
@@ -168,7 +174,8 @@ func (p *slotPass) decided(i int32, w world, d decision, records bool) {
 	}
 	p.finishedNow = nil
 	if p.sharded {
-		p.next.Status = withSlot(p.next, i, &d.status, p.pods, p.notes)
+		p.next.Status = withSlot(p.next, i, &d.status)
+		p.finish(&p.next.Status)
 	} else {
 		p.next.Status = *d.status.DeepCopy()
 	}
@@ -180,7 +187,7 @@ func (p *slotPass) projected() *fencingv1.FencedLease {
 	next := p.next.DeepCopy()
 	next.ResourceVersion = p.fl.ResourceVersion
 	if p.sharded {
-		finishSlots(&next.Status, next, p.pods, p.notes)
+		p.finish(&next.Status)
 	}
 	return next
 }

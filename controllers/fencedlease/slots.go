@@ -159,8 +159,10 @@ type slotPass struct {
 	// of this pass decided: no slot grants one at or below it, whether or not the status
 	// records it yet (a grant made on its Lease first).
 	floor int64
-	// onLease is what each slot's Lease named when the pass began.
+	// onLease is what each slot's Lease named when the pass began; pending the pods of
+	// the grants there that the status does not record yet.
 	onLease leaserecord.Slots
+	pending map[types.UID]bool
 	// claimed are, per slot judged in this pass, the pods its decision names: the grant
 	// that ended and the one that holds now.
 	claimed map[int32][]types.UID

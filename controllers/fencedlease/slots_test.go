@@ -70,7 +70,8 @@ func TestSlotViewOfASingleGrant(t *testing.T) {
 	// Slot 1 grants b token 10: the status takes the slots form.
 	v1.Status.Holder = slotHolder("b", 10, false)
 	v1.Status.FencingToken, v1.Status.Transitions = 10, 5
-	st := withSlot(fl, 1, &v1.Status, nil, nil)
+	st := withSlot(fl, 1, &v1.Status)
+	finishSlots(&st, fl, nil, nil, nil)
 	if st.Holder != nil || st.LastRevocation != nil {
 		t.Fatalf("status.holder is unset once slots are listed: %+v", st)
 	}
@@ -88,7 +89,7 @@ func TestFinishSlotsListsEachSlotOnce(t *testing.T) {
 	fl := slotsFL(2, fencingv1.Slot{Slot: 3, Holder: slotHolder("d", 4, true)}, fencingv1.Slot{Slot: 0, Holder: slotHolder("a", 1, true)},
 		fencingv1.Slot{Slot: 2})
 	st := fl.Status.DeepCopy()
-	finishSlots(st, fl, nil, nil)
+	finishSlots(st, fl, nil, nil, nil)
 	var got []int32
 	for _, s := range st.Slots {
 		got = append(got, s.Slot)
@@ -132,7 +133,7 @@ func TestSlotConditions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.fl.Status.DeepCopy()
-			finishSlots(st, tc.fl, tc.pods, nil)
+			finishSlots(st, tc.fl, tc.pods, nil, nil)
 			held := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld)
 			ready := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady)
 			if held.Status != tc.held || ready.Status != tc.ready || ready.Reason != tc.readyReason || st.Waiting != tc.waitingCounts {

@@ -66,9 +66,9 @@ func slotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.Fenced
 	return v
 }
 
-// withSlot is fl's status with slot i as its view's decided status v has it, and the
-// fields of the whole FencedLease recomputed from pods (its labeled pods).
-func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus, pods []corev1.Pod, notes slotNotes) fencingv1.FencedLeaseStatus {
+// withSlot is fl's status with slot i as its view's decided status v has it; what it says
+// of the whole FencedLease is left to finishSlots.
+func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus) fencingv1.FencedLeaseStatus {
 	st := *fl.Status.DeepCopy()
 	if len(st.Slots) == 0 {
 		st.Slots = []fencingv1.Slot{slotOf(&fl.Status, 0)}
@@ -83,7 +83,6 @@ func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus
 	st.FencingToken = max(st.FencingToken, v.FencingToken)
 	st.Transitions, st.Revocations = v.Transitions, v.Revocations
 	st.ObservedGeneration = v.ObservedGeneration
-	finishSlots(&st, fl, pods, notes)
 	return st
 }
 
@@ -102,8 +101,11 @@ func mergedSlot(st *fencingv1.FencedLeaseStatus, i int32, v *fencingv1.FencedLea
 // while a holder drains — in order, and recomputes what the status says of the whole
 // FencedLease: waiting, holding, the conditions. A FencedLease lowered to one slot keeps
 // listing it: going back to status.holder could lose a grant its Lease records and the
-// status does not yet.
-func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pods []corev1.Pod, notes slotNotes) {
+// status does not yet. pending are the pods granted on a slot's Lease whose grant the
+// status does not record yet: they count as waiting until it does, as a FencedLease of one
+// grant counts them until its status write (deferStatus), so the summary changes with
+// that write and costs none of its own.
+func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pods []corev1.Pod, notes slotNotes, pending map[types.UID]bool) {
 	n := holdersOf(fl)
 	st.Slots = slices.DeleteFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot >= n && s.Holder == nil })
 	for i := range n {
@@ -112,7 +114,7 @@ func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pod
 		}
 	}
 	slices.SortFunc(st.Slots, func(a, b fencingv1.Slot) int { return int(a.Slot - b.Slot) })
-	st.Waiting = int32(len(waitingForSlots(pods, st)))
+	st.Waiting = int32(waitingForSlots(pods, st, pending))
 	held := 0
 	for _, s := range st.Slots {
 		if s.Holder != nil {
@@ -123,9 +125,9 @@ func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pod
 	setSlotConditions(st, fl, held, n, notes)
 }
 
-// waitingForSlots are the candidates among pods that no slot names: the pods waiting
-// for a grant.
-func waitingForSlots(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus) []*corev1.Pod {
+// waitingForSlots counts the pods waiting for a grant: the candidates among pods that no
+// slot names, and the pending ones (granted on a Lease, not recorded) no slot names.
+func waitingForSlots(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus, pending map[types.UID]bool) int {
 	named := map[types.UID]bool{}
 	for _, s := range st.Slots {
 		if s.Holder != nil {
@@ -135,7 +137,18 @@ func waitingForSlots(pods []corev1.Pod, st *fencingv1.FencedLeaseStatus) []*core
 			named[s.LastRevocation.PodUID] = true
 		}
 	}
-	return slices.DeleteFunc(grantorder.Candidates(pods, &fencingv1.FencedLeaseStatus{}, ""), func(p *corev1.Pod) bool { return named[p.UID] })
+	n := 0
+	for _, p := range grantorder.Candidates(pods, &fencingv1.FencedLeaseStatus{}, "") {
+		if !named[p.UID] && !pending[p.UID] {
+			n++
+		}
+	}
+	for i := range pods {
+		if uid := pods[i].UID; pending[uid] && !named[uid] {
+			n++
+		}
+	}
+	return n
 }
 
 // setSlotConditions says, for a FencedLease with slots, whether pods hold slots (Held)
@@ -198,11 +211,26 @@ func sameSlotStatus(p *slotPass, i int32, v *fencingv1.FencedLeaseStatus) bool {
 	st := &p.next.Status
 	at := slices.IndexFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i })
 	if at < 0 || st.Holder != nil || st.LastRevocation != nil {
-		return equality.Semantic.DeepEqual(withSlot(p.next, i, v, p.pods, p.notes), *st)
+		merged := withSlot(p.next, i, v)
+		p.finish(&merged)
+		return equality.Semantic.DeepEqual(merged, *st)
 	}
-	same := equality.Semantic.DeepEqual(mergedSlot(st, i, v), st.Slots[at]) && max(st.FencingToken, v.FencingToken) == st.FencingToken &&
+	// The view's counter carries the floor of the other slots' Leases (N2): only the
+	// slot's own grants raise the status's counter by themselves.
+	merged := mergedSlot(st, i, v)
+	own := merged.LastToken
+	if rv := v.LastRevocation; rv != nil {
+		own = max(own, rv.Token)
+	}
+	same := equality.Semantic.DeepEqual(merged, st.Slots[at]) && max(st.FencingToken, own) == st.FencingToken &&
 		v.Transitions == st.Transitions && v.Revocations == st.Revocations && v.ObservedGeneration == st.ObservedGeneration
 	return same && p.finished()
+}
+
+// finish recomputes what status st says of the whole FencedLease (finishSlots) from what
+// the pass saw.
+func (p *slotPass) finish(st *fencingv1.FencedLeaseStatus) {
+	finishSlots(st, p.next, p.pods, p.notes, p.pending)
 }
 
 // finished: the status the pass projects says of the whole FencedLease what finishSlots
@@ -210,7 +238,7 @@ func sameSlotStatus(p *slotPass, i int32, v *fencingv1.FencedLeaseStatus) bool {
 func (p *slotPass) finished() bool {
 	if p.finishedNow == nil {
 		st := *p.next.Status.DeepCopy()
-		finishSlots(&st, p.next, p.pods, p.notes)
+		p.finish(&st)
 		ok := equality.Semantic.DeepEqual(st, p.next.Status)
 		p.finishedNow = &ok
 	}

@@ -45,6 +45,9 @@ func (b *bench) slotsFailover(n int, d time.Duration, runs int) {
 	b.add(fmt.Sprintf("one FencedLease with %d slots, %d candidates: created → every slot's Lease names a holder (lease %v)", n, 3*n, d),
 		fmt.Sprintf("%s, %.0f grants/s", ms(granted), float64(n)/granted.Seconds()), "—", "")
 
+	// The grants' events are sent one after another by the operator's event recorder:
+	// the window opens once they are out, so it counts what renewals cost.
+	b.awaitQuiet(ns, 3*time.Second, 30*time.Second)
 	const window = 20 * time.Second
 	from, renewed := time.Now(), b.holders.renewalsIn(ns)
 	time.Sleep(window)
@@ -164,4 +167,18 @@ func (b *bench) getFL(ns, name string) *fencingv1.FencedLease {
 		b.t.Fatal(err)
 	}
 	return fl
+}
+
+// awaitQuiet waits until the operator has sent no request about ns for quiet, and at most
+// limit.
+func (b *bench) awaitQuiet(ns string, quiet, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		now := time.Now()
+		if b.operatorRequests(ns, now.Add(-quiet), now).total() == 0 {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	b.t.Logf("%s: the operator still sent requests %v after the grants", ns, limit)
 }
