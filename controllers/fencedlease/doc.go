@@ -19,15 +19,17 @@
 //
 // # The protocol, step by step
 //
-// Each reconcile observes (observe.go: the clock first, then the Lease and the labeled
-// pods, and what this process remembers of the grants), decides (decide.go: the holder
-// rules of rules.go, first match wins, then the grant rule; pure, on a fake clock in the
-// tests) and plans (plan.go: the writes in order, each tagged with the step below it
-// carries out: a compare-and-swap on the Lease where a step says so, one status write,
-// then the Lease and the pods follow the status), runs the plan (run.go, project.go),
-// and remembers what landed (remember.go). Every step is idempotent for the same (pod
-// UID, token). One line
-// per step and the invariant it keeps; docs/protocol.md says
+// Each reconcile is one pass over the FencedLease's slots (pass.go; one slot for a
+// FencedLease of one grant). For each slot in order it observes (observe.go: the clock
+// first, then the Lease and the labeled pods, and what this process remembers of the
+// grants), decides (decide.go: the holder rules of rules.go, first match wins, then the
+// grant rule; pure, on a fake clock in the tests) and plans (plan.go: the writes in order,
+// each tagged with the step below it carries out: a compare-and-swap on the Lease where a
+// step says so, the status write, then the Lease and the pods follow the status). Then it
+// runs the plans (run.go, project.go) — the slots' writes before the status, the status
+// once, the writes after it — and remembers what landed (remember.go). Every step is
+// idempotent for the same (pod UID, token). One line per step and the invariant it
+// keeps; docs/protocol.md says
 // how each is done and finished after a crash. The code, the docs and the tests cite
 // these IDs; protocol_ids_test.go checks that each cited one is defined here and each
 // defined one is cited by a test.
