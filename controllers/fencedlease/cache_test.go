@@ -149,6 +149,12 @@ func TestOwnWritesRemembersThePatchedVersion(t *testing.T) {
 	if !o.wroteOver("u3", "1") || o.wroteOver("u3", "2") || !o.wroteOver("u3", "3") {
 		t.Error("after: a conflict or a success supersedes the version, a timeout does not")
 	}
+	// A write the API server took as a no-op made no new version: nothing is behind it
+	// (else every reconcile would wait a minute for a version that never comes).
+	o.after(written("7"), "7", nil)
+	if o.wroteOver("u3", "7") {
+		t.Error("after: a no-op write (its version unchanged) supersedes nothing")
+	}
 	// Only the version a success made is its echo.
 	if !o.echo(written("4")) || o.echo(written("1")) || o.echo(written("3")) || o.echo(written("5")) {
 		t.Error("echo: exactly the version the successful write made")

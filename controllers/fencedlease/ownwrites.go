@@ -72,7 +72,12 @@ func (o *ownWrites) wroteOver(uid types.UID, resourceVersion string) bool {
 // shown yet). Either way a reconcile that still reads that version waits for the watch
 // to bring the newer one, instead of sending writes bound to fail on it again. A
 // success also records the version it made.
+// A write the API server took as a no-op (the object as written serializes as it was, so
+// its version stays from) is no write over anything: no newer version is coming.
 func (o *ownWrites) after(written client.Object, from string, err error) {
+	if err == nil && written.GetResourceVersion() == from {
+		return
+	}
 	if err == nil || apierrors.IsConflict(err) {
 		o.wrote(written.GetUID(), from)
 	}
