@@ -21,7 +21,7 @@ import (
 // is the slot's view carrying the decided status.
 func (r *Reconciler) runSteps(ctx context.Context, sr *slotRun, afterStatus bool) error {
 	w, d, fl := sr.w, sr.d, sr.fl
-	records := d.plan.has(writeStatus)
+	statusPlanned := d.plan.has(writeStatus)
 	if t := sr.turn; t != nil && !afterStatus {
 		defer t.tell(false) // not landed, unless told so below
 		if !t.wait() {
@@ -29,7 +29,7 @@ func (r *Reconciler) runSteps(ctx context.Context, sr *slotRun, afterStatus bool
 		}
 	}
 	for _, s := range d.plan.steps {
-		after := records && s.kind > writeStatus
+		after := statusPlanned && s.kind > writeStatus
 		if s.kind == writeStatus || s.kind == releaseFinalizer || after != afterStatus {
 			continue
 		}

@@ -56,7 +56,7 @@ func TestBench(t *testing.T) {
 			break
 		}
 		n := *runs
-		op := b.operatorFailover(1, tm.lease, n)
+		op := b.operatorFailover(1, tm.lease, n, 0)
 		cg := b.clientgoFailover(1, tm, n)
 		b.add(fmt.Sprintf("single failover, overshoot past lease end (lease %v; client-go %v)", tm.lease, tm),
 			op.overshoot.summary(), cg.overshoot.summary(), ratio(op.overshoot.quantile(0.5), cg.overshoot.quantile(0.5)))
@@ -102,7 +102,7 @@ func floats(fs []float64) string {
 type floors struct{ lease, mix float64 }
 
 func (b *bench) massFailover(n int, t timings, rates floors) {
-	op := b.operatorFailover(n, t.lease, *runs)
+	op := b.operatorFailover(n, t.lease, *runs, 0)
 	b.add(fmt.Sprintf("operator RSS after %d-lease failovers", n), b.rss(), "—", "")
 	cg := b.clientgoFailover(n, t, *runs)
 	what := fmt.Sprintf("%d holders stop at once (lease %v; client-go %v)", n, t.lease, t)

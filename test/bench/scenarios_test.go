@@ -77,7 +77,7 @@ type failover struct {
 // a waiting pod for each, every holder stops at once, and the watch times each next grant.
 // alone > 0 adds that many failovers of one holder among the n renewing (oneOfMany) into
 // the returned failover's one.
-func (b *bench) operatorFailover(n int, d time.Duration, runs int, alone ...int) failover {
+func (b *bench) operatorFailover(n int, d time.Duration, runs, alone int) failover {
 	ns := fmt.Sprintf("op-failover-%d-%ds", n, int(d.Seconds()))
 	ns = b.namespace(ns)
 	leases := names("l", n)
@@ -139,8 +139,8 @@ func (b *bench) operatorFailover(n int, d time.Duration, runs int, alone ...int)
 		b.t.Logf("%s run %d: operator requests %v", ns, r, req)
 		current = next
 	}
-	if len(alone) > 0 && alone[0] > 0 {
-		one := b.oneOfMany(ns, keysOf(ns, leases), current, d, alone[0],
+	if alone > 0 {
+		one := b.oneOfMany(ns, keysOf(ns, leases), current, d, alone,
 			func(r, i int) { b.createAll(b.pods(ns, []string{fmt.Sprintf("o%d-%d", r, i)}, leases[i:i+1])) },
 			func() time.Time { return b.awaitStatus(ns, keyed(ns, leases, current)) })
 		f.one = &one
@@ -236,7 +236,7 @@ func (b *bench) warmFailover(n int, d time.Duration, runs int) failover {
 // standbys, Cold ones (best case: no pod start), and client-go's OnStartedLeading.
 func (b *bench) failoverToWork(n int, t timings, runs int) {
 	warm := b.warmFailover(n, t.lease, runs)
-	cold := b.operatorFailover(n, t.lease, runs)
+	cold := b.operatorFailover(n, t.lease, runs, 0)
 	cg := b.clientgoFailover(n, t, runs)
 	what := fmt.Sprintf("failover to work, %d at once: old lease's end → next holder's work begins (lease %v; client-go %v)", n, t.lease, t)
 	b.add(what+", Warm (hold/StartWhenGranted returns)", warm.work.summary(), cg.work.summary(),
