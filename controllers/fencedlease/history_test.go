@@ -568,6 +568,7 @@ func flagSet(name string) bool {
 // histories, new ones each run (rapid draws its seed); make chaos runs ten thousand
 // (-rapid.checks=10000).
 func TestGeneratedHistories(t *testing.T) {
+	t.Parallel()
 	var histories, finalized int
 	reached := map[string]int{}
 	defer func() {
@@ -576,19 +577,6 @@ func TestGeneratedHistories(t *testing.T) {
 			t.Logf("  %s: in %d", outcome, reached[outcome])
 		}
 	}()
-	if !flagSet("rapid.checks") {
-		// make test's share: its long rounds are make chaos's.
-		if err := flag.Set("rapid.checks", "50"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !flagSet("rapid.steps") {
-		// Twenty-odd actions, one of them the operator's pass: rapid's 30 steps on average
-		// would see about one pass a history.
-		if err := flag.Set("rapid.steps", "80"); err != nil {
-			t.Fatal(err)
-		}
-	}
 	rapid.Check(t, func(rt *rapid.T) {
 		histories++
 		fl := newFL(10)

@@ -30,6 +30,7 @@ var (
 )
 
 func TestControllers(t *testing.T) {
+	t.Parallel()
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "FencedLease controller (envtest)")
 }

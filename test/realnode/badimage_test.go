@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ const missingImage = workloadImage + ":no-such-tag"
 // revoked as PodCannotRun once its lease has run out.
 func testBadImageCold(t *testing.T) {
 	const leaseSeconds = 4
+	var cases sync.WaitGroup
+	defer cases.Wait()
 	for _, c := range []struct {
 		name  string
 		agent bool
@@ -36,46 +39,52 @@ func testBadImageCold(t *testing.T) {
 		// PodCannotStart too, should the pull fail before the sidecar's first renewal is seen.
 		{"agent", true, []fencingv1.RevocationReason{fencingv1.ReasonPodCannotRun, fencingv1.ReasonPodCannotStart}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			ns, lease := "badimage-"+c.name, "singleton"
-			newNamespace(t, ns)
-			ctx := context.Background()
-			must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
-				Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 120}}))
-			grants, err := testenvWatch(ns)
-			must(t, err)
-			created := time.Now()
-			for _, name := range []string{"bad", "good"} {
-				work := holdContainer("work")
-				if c.agent {
-					work.Command = []string{"/workload"}
+		// The two cases side by side, each in its namespace: one waits on the kubelet's
+		// pull back-off, the other on a lease; neither loads the machine.
+		cases.Add(1)
+		go func() {
+			defer cases.Done()
+			t.Run(c.name, func(t *testing.T) {
+				ns, lease := "badimage-"+c.name, "singleton"
+				newNamespace(t, ns)
+				ctx := context.Background()
+				must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
+					Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 120}}))
+				grants, err := testenvWatch(ns)
+				must(t, err)
+				created := time.Now()
+				for _, name := range []string{"bad", "good"} {
+					work := holdContainer("work")
+					if c.agent {
+						work.Command = []string{"/workload"}
+					}
+					pod := workloadPod(ns, name, lease, work)
+					if name == "bad" {
+						pod.Spec.Containers[0].Image = missingImage
+					}
+					if c.agent {
+						pod.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
+					}
+					must(t, rc.Client.Create(ctx, pod))
+					time.Sleep(50 * time.Millisecond) // bad is the older
 				}
-				pod := workloadPod(ns, name, lease, work)
-				if name == "bad" {
-					pod.Spec.Containers[0].Image = missingImage
+				working := reportedAt(t, ns, "good", "work", "env=2 file=2", 2*time.Minute)
+				rv := revocationRecorded(t, ns, lease, 1)
+				if rv == nil || rv.PodName != "bad" || rv.Token != 1 || !slices.Contains(c.want, rv.Reason) || !strings.Contains(rv.Message, "ImagePullBackOff") {
+					t.Fatalf("want bad's token 1 revoked as one of %v for ImagePullBackOff; got %+v", c.want, rv)
 				}
-				if c.agent {
-					pod.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
+				if err := poll(time.Minute, func() bool { return getPodOrNil(ns, "bad") == nil }); err != nil {
+					t.Errorf("the pod that could not pull its image was not deleted")
 				}
-				must(t, rc.Client.Create(ctx, pod))
-				time.Sleep(50 * time.Millisecond) // bad is the older
-			}
-			working := reportedAt(t, ns, "good", "work", "env=2 file=2", 2*time.Minute)
-			rv := revocationRecorded(t, ns, lease, 1)
-			if rv == nil || rv.PodName != "bad" || rv.Token != 1 || !slices.Contains(c.want, rv.Reason) || !strings.Contains(rv.Message, "ImagePullBackOff") {
-				t.Fatalf("want bad's token 1 revoked as one of %v for ImagePullBackOff; got %+v", c.want, rv)
-			}
-			if err := poll(time.Minute, func() bool { return getPodOrNil(ns, "bad") == nil }); err != nil {
-				t.Errorf("the pod that could not pull its image was not deleted")
-			}
-			pulling := podEventAt(t, ns, "bad", "Pulling")
-			measured("bad image, real pull ("+c.name+"): pod created → revoked ("+string(rv.Reason)+") → next pod at work",
-				"%v → %v (first pull attempt %v after create; lease %d s)", rv.Time.Sub(created).Round(100*time.Millisecond),
-				working.Sub(created).Round(100*time.Millisecond), pulling.Sub(created.Truncate(time.Second)), leaseSeconds)
-			if _, err := grants.Stop(); err != nil {
-				t.Errorf("grant oracle: %v", err)
-			}
-		})
+				pulling := podEventAt(t, ns, "bad", "Pulling")
+				measured("bad image, real pull ("+c.name+"): pod created → revoked ("+string(rv.Reason)+") → next pod at work",
+					"%v → %v (first pull attempt %v after create; lease %d s)", rv.Time.Sub(created).Round(100*time.Millisecond),
+					working.Sub(created).Round(100*time.Millisecond), pulling.Sub(created.Truncate(time.Second)), leaseSeconds)
+				if _, err := grants.Stop(); err != nil {
+					t.Errorf("grant oracle: %v", err)
+				}
+			})
+		}()
 	}
 }
 

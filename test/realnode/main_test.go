@@ -24,6 +24,10 @@ import (
 	"github.com/fencedlease/fencedlease/test/testenv"
 )
 
+// long adds the rounds make test leaves to make chaos: the upgrade spec's rollback to the
+// previous release and second upgrade.
+var long = flag.Bool("realnode.long", false, "Also run the long rounds: the upgrade spec's rollback and second upgrade (make chaos).")
+
 // rc is the cluster every spec shares, with the operator installed from the bundle.
 var rc *realcluster.Cluster
 
@@ -146,9 +150,11 @@ func TestRealNodes(t *testing.T) {
 	})
 	t.Run("reached from the machine through a forwarded port", testFromTheMachine)
 	// Specs that touch only their own namespace's pods and the servers they start run one
-	// at a time, the CronJob spec, which waits for the next minute most of its time,
-	// beside them. Two at a time, beside the other packages of make test, loaded a 2-CPU
-	// machine enough that holders on 3–4 s leases missed renewals (docs/notes).
+	// at a time; beside them, taking no turn, those that wait on Kubernetes more than they
+	// run anything: the CronJob spec (for the next minute), the bad-image and crash-loop
+	// specs (for the kubelet's back-offs). Two at a time, beside the other packages of make
+	// test, loaded a 2-CPU machine enough that holders on 3–4 s leases missed renewals
+	// (docs/notes).
 	t.Run("own pods, at once", func(t *testing.T) {
 		working, turn := newTurns(1), 0
 		for _, s := range []struct {
@@ -157,8 +163,8 @@ func TestRealNodes(t *testing.T) {
 			waits bool
 		}{
 			{"CronJob with concurrencyPolicy Allow", testCronJobAllow, true},
-			{"bad image, Cold", testBadImageCold, false},
-			{"crash loop behind a renewing sidecar", testCrashLoopBehindSidecar, false},
+			{"bad image, Cold", testBadImageCold, true},
+			{"crash loop behind a renewing sidecar", testCrashLoopBehindSidecar, true},
 			{"README on real nodes", testReadme, false},
 			{"bad image, Cold rollout", testBadImageColdRollout, false},
 			{"holder cut off from the API server", testCutOffFromAPIServer, false},

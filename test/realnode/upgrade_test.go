@@ -20,60 +20,41 @@ import (
 // testUpgrade: the previous release installed from its bundle (its CRD, its images, its
 // pod webhook failing closed), a holder at work behind its agent sidecar and a pod
 // waiting; then the current bundle applied as a user upgrades (kubectl apply
-// --server-side, then the webhook's objects deleted, as docs/operations.md says), the
-// previous one applied again (the rollback), and the current one again. Throughout, the
-// holder is never revoked and keeps renewing, the objects the other version wrote are
-// served, and the next grants continue the tokens. Through the first upgrade a candidate
-// is created every half second: each must come back gated from its creation and wait.
-// Where the previous webhook and the current policies overlap (from the apply until the
-// webhook configuration is deleted), a creation may be refused — never admitted half-way —
-// so a refusal outside that window, plus the API server's few seconds to drop the deleted
-// configuration, fails the spec.
+// --server-side, then the webhook's objects deleted, as docs/operations.md says). With
+// -realnode.long (make chaos) the previous one is then applied again (the rollback), and
+// the current one again. Throughout, the holder is never revoked and keeps renewing, the
+// objects the other version wrote are served, and the next grants continue the tokens.
+// Through the first upgrade a candidate is created every half second: each must come back
+// gated from its creation and wait. Where the previous webhook and the current policies
+// overlap (from the apply until the webhook configuration is deleted), a creation may be
+// refused — never admitted half-way — so a refusal outside that window, plus the API
+// server's few seconds to drop the deleted configuration, fails the spec.
 func testUpgrade(t *testing.T) {
 	root := testenv.RepoRoot()
-	current := filepath.Join(root, "dist", "install.yaml")
-	previous := filepath.Join(os.Getenv(binEnv), "previous", "install.yaml")
-	undeployStart := time.Now()
+	u := &upgradeRun{t: t, ns: "upgrade", lease: "singleton", leaseSeconds: 4,
+		current: filepath.Join(root, "dist", "install.yaml"), previous: filepath.Join(os.Getenv(binEnv), "previous", "install.yaml")}
+	began := time.Now()
 	undeployBundle(t)
-	t.Logf("the bundle undeployed in %v", time.Since(undeployStart).Round(100*time.Millisecond))
-	install := func(bundle, tag string, after func()) time.Duration {
-		t.Helper()
-		took := applyBundle(t, bundle, after)
-		if err := poll(3*time.Minute, func() bool { return operatorImagesAre(t, "fencedlease:"+tag) }); err != nil {
-			t.Fatalf("the operator's pods do not all run fencedlease:%s", tag)
-		}
-		return took
-	}
-	install(previous, previousTag, nil)
+	t.Logf("the bundle undeployed in %v", time.Since(began).Round(100*time.Millisecond))
+	began = time.Now()
+	u.install(u.previous, previousTag, nil)
+	t.Logf("the previous release installed and rolled out in %v", time.Since(began).Round(100*time.Millisecond))
 
-	const ns, lease, leaseSeconds = "upgrade", "singleton", 4
+	ns, lease, leaseSeconds := u.ns, u.lease, u.leaseSeconds
 	newNamespace(t, ns)
 	ctx := context.Background()
 	must(t, rc.Client.Create(ctx, &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease},
 		Spec: fencingv1.FencedLeaseSpec{LeaseDurationSeconds: leaseSeconds, StartupDeadlineSeconds: 60}}))
 	grants, err := testenvWatch(ns)
 	must(t, err)
-	candidate := func(name string) {
-		pod := workloadPod(ns, name, lease, corev1.Container{Name: "work", Command: []string{"/workload"}})
-		pod.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
-		must(t, rc.Client.Create(ctx, pod))
-	}
-	candidate("a")
+	u.candidate("a")
+	began = time.Now()
 	reportedAt(t, ns, "a", "work", "env=1 file=1", 90*time.Second)
+	t.Logf("a at work %v after its creation", time.Since(began).Round(100*time.Millisecond))
 	if img := getPod(t, ns, "a").Spec.InitContainers[0].Image; img != "fencedlease-agent:"+previousTag {
 		t.Errorf("the previous operator injected agent %s", img)
 	}
-	candidate("b")
-	holds := func(when, pod string, token, revocations int64) {
-		t.Helper()
-		fl := getFencedLease(t, ns, lease)
-		if fl.Status.Holder == nil || fl.Status.Holder.PodName != pod || fl.Status.Holder.Token != token || fl.Status.Revocations != revocations {
-			t.Fatalf("%s: want %s holding token %d, %d revocations; status %+v", when, pod, token, revocations, fl.Status)
-		}
-		if since := time.Since(lastRenewal(t, ns, lease)); since > leaseSeconds*time.Second {
-			t.Fatalf("%s: %s's last renewal was %v ago, over a lease", when, pod, since)
-		}
-	}
+	u.candidate("b")
 
 	// Candidates of a FencedLease of their own, created through the upgrade.
 	const streamed = "stream"
@@ -83,11 +64,11 @@ func testUpgrade(t *testing.T) {
 	stopStream := streamCandidates(ns, streamed, 500*time.Millisecond)
 	applied := time.Now()
 	var webhookGone time.Time
-	upgraded := install(current, "dev", func() { deleteWebhookObjects(t); webhookGone = time.Now() })
-	time.Sleep(2 * leaseSeconds * time.Second)
+	upgraded := u.install(u.current, "dev", func() { deleteWebhookObjects(t); webhookGone = time.Now() })
+	time.Sleep(2 * time.Duration(leaseSeconds) * time.Second)
 	created, ungated, refused := stopStream()
-	for _, u := range ungated {
-		t.Errorf("admitted without the gate through the upgrade: %s", u)
+	for _, pod := range ungated {
+		t.Errorf("admitted without the gate through the upgrade: %s", pod)
 	}
 	// The API server drops a deleted webhook configuration within a second or so.
 	const propagation = 5 * time.Second
@@ -103,33 +84,20 @@ func testUpgrade(t *testing.T) {
 		t.Errorf("the %d streamed candidates are not one holder and the rest waiting, gated:\n%s", len(created), streamState(t, ns, streamed))
 	}
 	must(t, clientset(t).CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: fencingv1.LeaseLabel + "=" + streamed}))
-	holds("after the upgrade", "a", 1, 0)
+	u.holds("after the upgrade", "a", 1)
 	if log := logs(t, ns, "a", "work"); strings.Contains(log, "stopped") {
 		t.Errorf("the holder's work was stopped by the upgrade:\n%s", log)
 	}
 	must(t, rc.Client.Delete(ctx, getPod(t, ns, "a")))
 	reportedAt(t, ns, "b", "work", "env=2 file=2", 90*time.Second)
-
-	// The rollback as docs/operations.md says: the admission objects the previous release
-	// lacks deleted first (kubectl apply leaves them).
-	for _, kinds := range [][]string{{"mutatingadmissionpolicybinding,mutatingadmissionpolicy", "fencedlease-candidate"},
-		{"validatingadmissionpolicybinding,validatingadmissionpolicy", "fencedlease-candidate-check"}} {
-		if out, err := kubectl("delete", kinds[0], kinds[1]); err != nil {
-			t.Fatalf("kubectl delete %s %s: %v\n%s", kinds[0], kinds[1], err, out)
-		}
+	if *long {
+		rolledBack, again := u.rollBackAndUpgradeAgain()
+		measured("upgrade from the previous release, rollback, upgrade again (kubectl apply → rolled out)",
+			"%v / %v / %v, holder kept, no revocation, tokens 1, 2, 3", upgraded.Round(time.Second), rolledBack.Round(time.Second), again.Round(time.Second))
+	} else {
+		measured("upgrade from the previous release (kubectl apply → rolled out)", "%v, holder kept, no revocation, tokens 1, 2",
+			upgraded.Round(time.Second))
 	}
-	rolledBack := install(previous, previousTag, nil)
-	time.Sleep(2 * leaseSeconds * time.Second)
-	holds("after the rollback", "b", 2, 0)
-	candidate("c")
-	must(t, rc.Client.Delete(ctx, getPod(t, ns, "b")))
-	reportedAt(t, ns, "c", "work", "env=3 file=3", 90*time.Second)
-	// And the upgrade once more, so the specs after this one find the current install.
-	again := install(current, "dev", func() { deleteWebhookObjects(t) })
-	time.Sleep(2 * leaseSeconds * time.Second)
-	holds("after upgrading again", "c", 3, 0)
-	measured("upgrade from the previous release, rollback, upgrade again (kubectl apply → rolled out)",
-		"%v / %v / %v, holder kept, no revocation, tokens 1, 2, 3", upgraded.Round(time.Second), rolledBack.Round(time.Second), again.Round(time.Second))
 	overlap := "none refused"
 	if len(refused) > 0 {
 		overlap = fmt.Sprintf("%d refused, the last %v after the apply (webhook objects deleted %v after it)", len(refused),
@@ -139,6 +107,69 @@ func testUpgrade(t *testing.T) {
 	if _, err := grants.Stop(); err != nil {
 		t.Errorf("grant oracle: %v", err)
 	}
+}
+
+// upgradeRun is the upgrade spec's FencedLease and the two bundles it moves between.
+type upgradeRun struct {
+	t                 *testing.T
+	ns, lease         string
+	leaseSeconds      int32
+	current, previous string
+}
+
+// install applies bundle and waits until every operator pod runs fencedlease:tag.
+func (u *upgradeRun) install(bundle, tag string, after func()) time.Duration {
+	u.t.Helper()
+	took := applyBundle(u.t, bundle, after)
+	if err := poll(3*time.Minute, func() bool { return operatorImagesAre(u.t, "fencedlease:"+tag) }); err != nil {
+		u.t.Fatalf("the operator's pods do not all run fencedlease:%s", tag)
+	}
+	return took
+}
+
+// candidate creates a candidate of the spec's FencedLease behind the agent sidecar.
+func (u *upgradeRun) candidate(name string) {
+	pod := workloadPod(u.ns, name, u.lease, corev1.Container{Name: "work", Command: []string{"/workload"}})
+	pod.Annotations = map[string]string{fencingv1.AgentAnnotation: "true"}
+	must(u.t, rc.Client.Create(context.Background(), pod))
+}
+
+// holds fails the spec unless pod holds token, nothing was revoked, and it renewed within
+// a lease.
+func (u *upgradeRun) holds(when, pod string, token int64) {
+	u.t.Helper()
+	fl := getFencedLease(u.t, u.ns, u.lease)
+	if fl.Status.Holder == nil || fl.Status.Holder.PodName != pod || fl.Status.Holder.Token != token || fl.Status.Revocations != 0 {
+		u.t.Fatalf("%s: want %s holding token %d, no revocation; status %+v", when, pod, token, fl.Status)
+	}
+	if since := time.Since(lastRenewal(u.t, u.ns, u.lease)); since > time.Duration(u.leaseSeconds)*time.Second {
+		u.t.Fatalf("%s: %s's last renewal was %v ago, over a lease", when, pod, since)
+	}
+}
+
+// rollBackAndUpgradeAgain, with b holding token 2 on the current release: the previous
+// release applied again as docs/operations.md says, c granted token 3 under it, then the
+// current release once more, so the specs after this one find it installed.
+func (u *upgradeRun) rollBackAndUpgradeAgain() (rolledBack, again time.Duration) {
+	t, ctx := u.t, context.Background()
+	// The admission objects the previous release lacks are deleted first (kubectl apply
+	// leaves them).
+	for _, kinds := range [][]string{{"mutatingadmissionpolicybinding,mutatingadmissionpolicy", "fencedlease-candidate"},
+		{"validatingadmissionpolicybinding,validatingadmissionpolicy", "fencedlease-candidate-check"}} {
+		if out, err := kubectl("delete", kinds[0], kinds[1]); err != nil {
+			t.Fatalf("kubectl delete %s %s: %v\n%s", kinds[0], kinds[1], err, out)
+		}
+	}
+	rolledBack = u.install(u.previous, previousTag, nil)
+	time.Sleep(2 * time.Duration(u.leaseSeconds) * time.Second)
+	u.holds("after the rollback", "b", 2)
+	u.candidate("c")
+	must(t, rc.Client.Delete(ctx, getPod(t, u.ns, "b")))
+	reportedAt(t, u.ns, "c", "work", "env=3 file=3", 90*time.Second)
+	again = u.install(u.current, "dev", func() { deleteWebhookObjects(t) })
+	time.Sleep(2 * time.Duration(u.leaseSeconds) * time.Second)
+	u.holds("after upgrading again", "c", 3)
+	return rolledBack, again
 }
 
 // refusal is a candidate's creation the API server refused.

@@ -1,0 +1,36 @@
+package fencedlease
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestMain sets make test's defaults before any test runs (the long tests run side by
+// side, so none may set a flag while another reads them):
+//   - -test.parallel 8: the envtest suite mostly waits on leases and the API server, while
+//     the generated histories and the crash-point explorations use the CPU; the default,
+//     the CPU count (2 here), would queue some behind the others.
+//   - -rapid.checks 50: make test's share of generated histories; make chaos runs ten
+//     thousand.
+//   - -rapid.steps 80: twenty-odd actions, one of them the operator's pass: rapid's 30
+//     steps on average would see about one pass a history.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// Through the flag's value, not flag.Set: Ginkgo refuses a -test.parallel given on
+	// the command line (it does not run its specs in parallel), and this is not one.
+	if f := flag.Lookup("test.parallel"); !flagSet(f.Name) {
+		_ = f.Value.Set("8")
+	}
+	for name, value := range map[string]string{"rapid.checks": "50", "rapid.steps": "80"} {
+		if flagSet(name) {
+			continue
+		}
+		if err := flag.Set(name, value); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	os.Exit(m.Run())
+}
