@@ -26,7 +26,7 @@ import (
 // compare-and-swap and defaulting instead of the fake client's. The operator runs on for
 // fewer steps after its restart, the invariants checked at each.
 func TestEveryCrashPointOnTheAPIServer(t *testing.T) {
-	t.Parallel()
+	oneExplorationAtATime(t)
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}

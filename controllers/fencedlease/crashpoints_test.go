@@ -272,7 +272,7 @@ func crashScenarios() []crashScenario {
 // the invariants after every step. The pass with no crash is explored too.
 // crashpoints_envtest_test.go runs the same on a real API server.
 func TestEveryCrashPointOfAPass(t *testing.T) {
-	t.Parallel()
+	oneExplorationAtATime(t)
 	explored := exploreCrashPoints(t, func(_ *testing.T, f *casFixture) *casFixture { return f }, crashDowns(), 30)
 	t.Logf("crash points explored: %d (scenarios × writes+1 × what the world did while down)", explored)
 }
@@ -339,7 +339,7 @@ func exploreCrashPoints(t *testing.T, place func(*testing.T, *casFixture) *casFi
 // (an event delivered twice), each followed by the operator running on with its holders
 // renewing, the invariants checked at every step.
 func TestEveryPassOnAStaleViewAndTwice(t *testing.T) {
-	t.Parallel()
+	oneExplorationAtATime(t)
 	// Each informer is its own watch: one kind may be behind while the others are not,
 	// which is how events of different kinds arrive out of order.
 	behind := map[string]func(client.Object) bool{

@@ -568,7 +568,7 @@ func flagSet(name string) bool {
 // histories, new ones each run (rapid draws its seed); make chaos runs ten thousand
 // (-rapid.checks=10000).
 func TestGeneratedHistories(t *testing.T) {
-	t.Parallel()
+	oneExplorationAtATime(t)
 	var histories, finalized int
 	reached := map[string]int{}
 	defer func() {

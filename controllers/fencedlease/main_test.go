@@ -9,9 +9,10 @@ import (
 
 // TestMain sets make test's defaults before any test runs (the long tests run side by
 // side, so none may set a flag while another reads them):
-//   - -test.parallel 8: the envtest suite mostly waits on leases and the API server, while
-//     the generated histories and the crash-point explorations use the CPU; the default,
-//     the CPU count (2 here), would queue some behind the others.
+//   - -test.parallel 8: the envtest suite, which mostly waits on leases and the API
+//     server, runs beside the explorations (generated histories, crash points), which use
+//     the CPU and take turns (oneExplorationAtATime); the default, the CPU count (2 here),
+//     could queue the suite behind them.
 //   - -rapid.checks 50: make test's share of generated histories; make chaos runs ten
 //     thousand.
 //   - -rapid.steps 80: twenty-odd actions, one of them the operator's pass: rapid's 30
@@ -33,4 +34,16 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// explorations is the turn of the CPU-bound explorations: one at a time, beside the
+// envtest suite, so they load make test's machine no more than when they ran alone.
+var explorations = make(chan struct{}, 1)
+
+// oneExplorationAtATime runs the calling test in parallel with the envtest suite and
+// waits for its turn among the explorations.
+func oneExplorationAtATime(t *testing.T) {
+	t.Parallel()
+	explorations <- struct{}{}
+	t.Cleanup(func() { <-explorations })
 }

@@ -54,7 +54,8 @@ func testSeedTimeline(t *testing.T) {
 	}
 	must(t, rc.Client.Create(ctx, scheduler("scheduler-1")))
 	waitForLog(t, ns, "scheduler-1", "scheduler", "grant valid; writing", 90*time.Second)
-	first := getPod(t, ns, "scheduler-1")
+	// Its log can be read before the kubelet's status says the container runs.
+	first := startedPod(t, ns, "scheduler-1", "scheduler")
 	must(t, rc.Freeze(first, "scheduler"))
 	frozen := time.Now()
 	renewed := lastRenewal(t, ns, lease)
