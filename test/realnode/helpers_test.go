@@ -26,6 +26,9 @@ func newNamespace(t *testing.T, name string) {
 	ctx := context.Background()
 	must(t, rc.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 	t.Cleanup(func() {
+		// Its pods at once, not after their grace period: the specs that disturb a node
+		// or the operator wait until no namespace is terminating (settle).
+		_ = rc.Client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(name), client.GracePeriodSeconds(0))
 		_ = rc.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
 	printStateOnFailure(t, name)
