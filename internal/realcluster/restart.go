@@ -3,6 +3,7 @@ package realcluster
 import (
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,13 +21,14 @@ func (c *Cluster) StopKubelet(node string) error {
 	return c.stop(n.kubelet)
 }
 
-// StartKubelet starts a node's kubelet again; it adopts the containers it finds.
+// StartKubelet starts a node's kubelet again and returns once it serves its health
+// endpoint; it adopts the containers it finds.
 func (c *Cluster) StartKubelet(node string) error {
 	n := c.nodes[node]
 	if n == nil {
 		return fmt.Errorf("no node %s", node)
 	}
-	return c.startKubelet(n)
+	return c.startKubeletHealthy(n)
 }
 
 // RestartContainerd stops a node's containerd (SIGKILL) and starts it again: the shims
@@ -95,16 +97,49 @@ func (c *Cluster) StartNode(node string) error {
 	if err := c.startContainerd(n); err != nil {
 		return err
 	}
+	return c.startKubeletHealthy(n)
+}
+
+// startKubeletHealthy starts the node's kubelet and waits until its health endpoint
+// answers. One that exits at start (its runtime not answering yet, after a restart) is
+// started again. Returning sooner, a caller that next restarts containerd could kill the
+// kubelet in its start-up checks: the node stays Ready for the grace period, so waiting
+// for Ready would not tell.
+func (c *Cluster) startKubeletHealthy(n *node) error {
+	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", n.spec.port+1)
 	for range 30 {
 		if err := c.startKubelet(n); err != nil {
 			return err
 		}
+		exited := c.exited[n.kubelet]
+		for wait := time.Now().Add(time.Minute); !healthy(url); {
+			select {
+			case <-exited:
+			case <-time.After(100 * time.Millisecond):
+				if time.Now().Before(wait) {
+					continue
+				}
+				return fmt.Errorf("the kubelet of %s did not answer on %s within a minute (log %s)", n.spec.name, url, c.LogOf("kubelet-"+n.spec.name))
+			}
+			break
+		}
 		select {
-		case <-c.exited[n.kubelet]:
+		case <-exited:
 			time.Sleep(time.Second)
-		case <-time.After(3 * time.Second):
-			return nil // still running: it got past its start-up checks
+		default:
+			return nil
 		}
 	}
-	return fmt.Errorf("the kubelet of %s kept exiting at start (log %s)", node, c.LogOf("kubelet-"+node))
+	return fmt.Errorf("the kubelet of %s kept exiting at start (log %s)", n.spec.name, c.LogOf("kubelet-"+n.spec.name))
+}
+
+// healthy is true when url answers 200.
+func healthy(url string) bool {
+	client := http.Client{Timeout: time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
