@@ -3,7 +3,6 @@ package fencedlease
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -552,13 +551,6 @@ func (w *historyWorld) settle(rt *rapid.T) {
 		w.v.check(rt, w.f.c)
 		w.f.clock.Step(500 * time.Millisecond)
 	}
-}
-
-// flagSet is true when the command line set flag name.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // TestGeneratedHistories runs generated histories of the protocol against the real

@@ -36,6 +36,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// flagSet is true when the command line set flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // explorations is the turn of the CPU-bound explorations: one at a time, beside the
 // envtest suite, so they load make test's machine no more than when they ran alone.
 var explorations = make(chan struct{}, 1)

@@ -111,26 +111,41 @@ func (c *Cluster) startKubeletHealthy(n *node) error {
 		if err := c.startKubelet(n); err != nil {
 			return err
 		}
-		exited := c.exited[n.kubelet]
-		for wait := time.Now().Add(time.Minute); !healthy(url); {
-			select {
-			case <-exited:
-			case <-time.After(100 * time.Millisecond):
-				if time.Now().Before(wait) {
-					continue
-				}
-				return fmt.Errorf("the kubelet of %s did not answer on %s within a minute (log %s)", n.spec.name, url, c.LogOf("kubelet-"+n.spec.name))
-			}
-			break
-		}
-		select {
-		case <-exited:
+		switch untilHealthy(url, c.exited[n.kubelet], time.Minute) {
+		case kubeletHealthy:
+			return nil
+		case kubeletExited:
 			time.Sleep(time.Second)
 		default:
-			return nil
+			return fmt.Errorf("the kubelet of %s did not answer on %s within a minute (log %s)", n.spec.name, url, c.LogOf("kubelet-"+n.spec.name))
 		}
 	}
 	return fmt.Errorf("the kubelet of %s kept exiting at start (log %s)", n.spec.name, c.LogOf("kubelet-"+n.spec.name))
+}
+
+// What became of a started kubelet: it answered, it exited, or neither within the wait.
+const (
+	kubeletHealthy = iota
+	kubeletExited
+	kubeletSilent
+)
+
+// untilHealthy polls url every 100 ms until it answers 200, exited closes, or wait passes.
+func untilHealthy(url string, exited <-chan struct{}, wait time.Duration) int {
+	deadline := time.Now().Add(wait)
+	for {
+		if healthy(url) {
+			return kubeletHealthy
+		}
+		if time.Now().After(deadline) {
+			return kubeletSilent
+		}
+		select {
+		case <-exited:
+			return kubeletExited
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // healthy is true when url answers 200.
