@@ -1,0 +1,5 @@
+//go:build race
+
+package fencedlease
+
+const raceDetector = true
