@@ -34,12 +34,13 @@ later=(nice -n 10)
 lint=$!
 # The controller's explorations (generated histories, crash points, stale views) drive it
 # from one goroutine and use the CPU: they run apart, without the race detector, which
-# tripled their cost; the race run leaves them out. controllers/fencedlease's
-# TestExplorationsApartAreNamed keeps this list whole.
+# tripled their cost; the race run leaves them out. Built as the binaries the tests run are
+# (CGO_ENABLED=0 -trimpath), so a cold run compiles the operator's dependencies no third
+# way. controllers/fencedlease's TestExplorationsApartAreNamed keeps this list whole.
 explorations='^(TestGeneratedHistories|TestEveryCrashPointOfAPass|TestEveryPassOnAStaleViewAndTwice|TestEveryCrashPointOnTheAPIServer)$'
 norace=()
 for f in "${flags[@]}"; do [[ $f == -race ]] || norace+=("$f"); done
-"${later[@]}" go test "${norace[@]}" -run "$explorations" ./controllers/fencedlease > "$bin/explorations.log" 2>&1 &
+CGO_ENABLED=0 "${later[@]}" go test -trimpath "${norace[@]}" -run "$explorations" ./controllers/fencedlease > "$bin/explorations.log" 2>&1 &
 apart=$!
 # The other packages expand ./... here, so the real-node suite is not run twice.
 FENCEDLEASE_EXPLORATIONS_APART=1 "${later[@]}" go test "${flags[@]}" $(go list "${packages[@]}" | grep -v '/test/realnode$') -coverprofile cover.out

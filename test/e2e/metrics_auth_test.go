@@ -41,16 +41,22 @@ func TestMetricsAreServedOnlyToAuthorizedScrapers(t *testing.T) {
 			}
 		}
 	}
+	// The API server's RBAC authorizer learns of new bindings from its own informers, a
+	// moment after they are created: asked at once on a loaded machine, it may not know
+	// them yet.
 	for _, res := range []authorizationv1.ResourceAttributes{
 		{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"},
 		{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"},
 	} {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: testenv.OperatorUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}, ResourceAttributes: &res}}
-		if err := c.Create(ctx, sar); err != nil {
-			t.Fatal(err)
+		allowed := func() bool {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: testenv.OperatorUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}, ResourceAttributes: &res}}
+			if err := c.Create(ctx, sar); err != nil {
+				t.Fatal(err)
+			}
+			return sar.Status.Allowed
 		}
-		if !sar.Status.Allowed {
+		if !eventually(10*time.Second, allowed) {
 			t.Errorf("the bundle's operator role does not allow %s %s: the /metrics filter would refuse every scrape", res.Verb, res.Resource)
 		}
 	}
@@ -125,6 +131,18 @@ func TestMetricsAreServedOnlyToAuthorizedScrapers(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			t.Error("/metrics answered plain HTTP")
+		}
+	}
+}
+
+// eventually is true once cond is, polled for up to timeout.
+func eventually(timeout time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
 		}
 	}
 }
