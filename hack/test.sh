@@ -6,8 +6,8 @@
 # explorations run apart from the others, without the race detector (below).
 #
 # Usage: hack/test.sh BIN GO-TEST-FLAGS... -- PACKAGES...
-# The explorations' and the real-node suite's output follow the others'; lint's follows last. Exits non-zero
-# when any of them failed.
+# The explorations' and the real-node suite's output follow the others'; lint's follows
+# last. Exits non-zero when any of them failed.
 set -uo pipefail
 bin=$1
 shift
