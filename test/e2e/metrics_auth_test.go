@@ -56,7 +56,7 @@ func TestMetricsAreServedOnlyToAuthorizedScrapers(t *testing.T) {
 			}
 			return sar.Status.Allowed
 		}
-		if !eventually(10*time.Second, allowed) {
+		if !testenv.Until(10*time.Second, allowed) {
 			t.Errorf("the bundle's operator role does not allow %s %s: the /metrics filter would refuse every scrape", res.Verb, res.Resource)
 		}
 	}
@@ -131,18 +131,6 @@ func TestMetricsAreServedOnlyToAuthorizedScrapers(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			t.Error("/metrics answered plain HTTP")
-		}
-	}
-}
-
-// eventually is true once cond is, polled for up to timeout.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
 		}
 	}
 }

@@ -86,7 +86,7 @@ func TestGrantsSoonAfterEveryOneOfRepeatedAPIServerOutages(t *testing.T) {
 		// operator starts a fresh one: the next outage waits for its line. There is none
 		// when no probe found the server gone (on a loaded machine the informers may mark
 		// the outage only once it answers again, slowly): the grant above is what counts.
-		fresh := waitUntil(5*time.Second, func() bool { return strings.Count(m.Stderr.String(), back) > before })
+		fresh := testenv.Until(5*time.Second, func() bool { return strings.Count(m.Stderr.String(), back) > before })
 		t.Logf("outage %d: a fresh candidacy logged: %v", i, fresh)
 		if took > bound {
 			t.Errorf("outage %d: granted %v after the API server was ready, want within %v (goal 2 s)", i, took.Round(time.Millisecond), bound)
@@ -104,16 +104,4 @@ func createRetrying(c client.Client, obj client.Object) error {
 		}
 	}
 	return err
-}
-
-// waitUntil polls cond until it holds or within has passed, and says whether it held.
-func waitUntil(within time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
 }

@@ -18,3 +18,16 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
+
+// Until polls cond every 50 ms until it holds or within has passed, and says whether it
+// held: for a check that reports its own failure.
+func Until(within time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
