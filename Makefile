@@ -167,10 +167,10 @@ test: envtest nodes rules $(HELM) test-images ## Run every test (unit, envtest, 
 	@mkdir -p $(BIN); MAKE="$(MAKE)" bash hack/test.sh $(BIN) -race -count=1 -timeout 45m -p $(TEST_PACKAGES) $(GINKGO_FLAGS) -- $(LONG_TESTS) ./...
 
 .PHONY: chaos
-chaos: envtest nodes test-images ## The long fault-injection runs: HISTORIES (10000) generated histories of the protocol against the controller (about 30 min), two operator replicas with holders writing through the SQL fence (about an hour), then, as root, holders on real nodes frozen, cut off, their kubelet stopped, their node lost (about 4 min a round), and the upgrade from the previous release with its rollback and a second upgrade; each fault CHAOS_ROUNDS (10) times; prints the tables.
+chaos: envtest nodes test-images ## The long fault-injection runs: HISTORIES (10000) generated histories of the protocol against the controller (about 30 min), two operator replicas with holders writing through the SQL fence (about an hour), then, as root, holders on real nodes frozen, cut off, their kubelet stopped, their node lost (about 4 min a round), the upgrade from the previous release with its rollback and a second upgrade, and the operator's memory with 1,000 FencedLeases; each fault CHAOS_ROUNDS (10) times; prints the tables.
 	go test -count=1 -timeout 90m ./controllers/fencedlease -run 'TestGeneratedHistories|TestEveryCrashPointOfAPass' -v -rapid.checks=$(HISTORIES) -rapid.nofailfile
 	go test -count=1 -timeout 150m ./test/chaos -run TestChaos -v -chaos.rounds=$(CHAOS_ROUNDS) -chaos.series=3 -chaos.long
-	go test -count=1 -timeout 150m ./test/realnode -run 'TestRealNodes/(chaos|upgrade)' -v -realnode.chaos.rounds=$(CHAOS_ROUNDS) -realnode.long
+	go test -count=1 -timeout 150m ./test/realnode -run 'TestRealNodes/(chaos|upgrade|operator_memory)' -v -realnode.chaos.rounds=$(CHAOS_ROUNDS) -realnode.long
 
 BENCH_FLAGS ?=
 

@@ -25,8 +25,8 @@ import (
 )
 
 // long adds the rounds make test leaves to make chaos: the upgrade spec's rollback to the
-// previous release and second upgrade.
-var long = flag.Bool("realnode.long", false, "Also run the long rounds: the upgrade spec's rollback and second upgrade (make chaos).")
+// previous release and second upgrade, and the operator's memory with 1,000 FencedLeases.
+var long = flag.Bool("realnode.long", false, "Also run the long rounds: the upgrade spec's rollback and second upgrade, the operator's memory with 1,000 FencedLeases (make chaos).")
 
 // rc is the cluster every spec shares, with the operator installed from the bundle.
 var rc *realcluster.Cluster

@@ -16,8 +16,12 @@ import (
 
 // testOperatorMemory measures the operator pods' memory (the kubelet's working set, as
 // the OOM killer and kubectl top see it) with no FencedLease and with 1,000, each observed
-// by the operator, then removes them.
+// by the operator, then removes them. A load round that measures: make chaos runs it
+// (-realnode.long); make bench measures the operator's memory up to 10,000.
 func testOperatorMemory(t *testing.T) {
+	if !*long {
+		t.Skip("a load round that measures, run by make chaos (-realnode.long)")
+	}
 	const ns, n = "thousand", 1000
 	newNamespace(t, ns)
 	ctx := context.Background()
