@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
@@ -48,11 +48,11 @@ func (r *Reconciler) finishAdmission(ctx context.Context, fl *fencingv1.FencedLe
 			}
 			wrote = true
 		}
-		if !warm || !awaitsStandby(p) {
+		if !warm || !decision.AwaitsStandby(p) {
 			continue
 		}
 		if err := r.patchPod(ctx, p, func(p *corev1.Pod) {
-			p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
+			p.Spec.SchedulingGates = decision.WithoutGate(p.Spec.SchedulingGates)
 			setAnnotation(p, fencingv1.StandbyAnnotation, string(fencingv1.StandbyWarm))
 		}); err != nil {
 			return wrote, err
@@ -60,26 +60,6 @@ func (r *Reconciler) finishAdmission(ctx context.Context, fl *fencingv1.FencedLe
 		wrote = true
 	}
 	return wrote, nil
-}
-
-// notAwaitingW1 leaves out of cands, when fl is Warm, the pods W1 has not let run yet:
-// one that arrived after this reconcile's W1 looked is let run by the next, not granted
-// as a Cold candidate by this one.
-func notAwaitingW1(fl *fencingv1.FencedLease, cands []*corev1.Pod) []*corev1.Pod {
-	if fl.Spec.Standby != fencingv1.StandbyWarm || fl.DeletionTimestamp != nil {
-		return cands
-	}
-	return slices.DeleteFunc(cands, awaitsStandby)
-}
-
-// awaitsStandby: p awaits its grant, still gated, and no one decided its standby yet.
-func awaitsStandby(p *corev1.Pod) bool {
-	_, decided := p.Annotations[fencingv1.StandbyAnnotation]
-	return !decided && awaitsGrant(p) && hasOurGate(p)
-}
-
-func hasOurGate(p *corev1.Pod) bool {
-	return len(withoutGate(p.Spec.SchedulingGates)) != len(p.Spec.SchedulingGates)
 }
 
 // reportMissing tells each waiting pod whose label names FencedLease key, which does not
@@ -95,7 +75,7 @@ func (r *Reconciler) reportMissing(ctx context.Context, key types.NamespacedName
 	now := r.clock.Now()
 	for i := range pods {
 		p := &pods[i]
-		if c := condition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status == corev1.ConditionFalse || !awaitsGrant(p) {
+		if c := condition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status == corev1.ConditionFalse || !decision.AwaitsGrant(p) {
 			continue
 		}
 		// The pod's creation time is the API server's clock: only when to speak depends on it.
@@ -120,12 +100,6 @@ func (r *Reconciler) reportMissing(ctx context.Context, key types.NamespacedName
 // missingGrace is how long a pod may name a FencedLease that does not exist before it is
 // told so (W2).
 const missingGrace = 3 * time.Second
-
-// awaitsGrant: p is a candidate that was never granted and can still be.
-func awaitsGrant(p *corev1.Pod) bool {
-	_, granted := p.Annotations[fencingv1.TokenAnnotation]
-	return !granted && p.DeletionTimestamp == nil && !grantorder.Finished(p) && grantorder.PodState(p) == fencingv1.PodWaiting
-}
 
 // neverAdmitted: p carries the lease label but admission never made it a candidate (no
 // state), and it still runs or may.

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -84,7 +85,7 @@ func TestAGrantAdoptedOffTheLeaseIsJudgedAtOnce(t *testing.T) {
 	if err := f.c.Status().Update(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.Step(statusCoalesce)
+	f.clock.Step(decision.StatusCoalesce)
 	res, err := f.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: key})
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +93,8 @@ func TestAGrantAdoptedOffTheLeaseIsJudgedAtOnce(t *testing.T) {
 	if name, token, _ := f.holder(t); name != "b" || token != 2 {
 		t.Fatalf("the wait is over and the status names %q with token %d, want b with 2", name, token)
 	}
-	if res.RequeueAfter <= 0 || res.RequeueAfter > adoptedRecheck {
-		t.Fatalf("requeue after %v once the grant is recorded, want at most %v (not its 300 s startup deadline)", res.RequeueAfter, adoptedRecheck)
+	if res.RequeueAfter <= 0 || res.RequeueAfter > decision.AdoptedRecheck {
+		t.Fatalf("requeue after %v once the grant is recorded, want at most %v (not its 300 s startup deadline)", res.RequeueAfter, decision.AdoptedRecheck)
 	}
 	f.reconcile(t)
 	if got := leaserecord.Read(f.lease(t)); got.Holder != "" || got.Token != 2 {

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // The cache keeps of a pod only what the controller reads, in a type far smaller than a
@@ -175,20 +176,20 @@ func TestALeaseItCreatedAndTheCacheDoesNotShowIsBehind(t *testing.T) {
 	fl.UID = "uid-fl"
 	lease := tombstone(1)
 	lease.UID, lease.ResourceVersion = "uid-lease", "7"
-	if o.behind(fl, slotLease{owner: fl.UID}, nil, nil) {
+	if o.behind(fl, decision.SlotLease{Owner: fl.UID}, nil, nil) {
 		t.Fatal("nothing created yet")
 	}
-	o.createdLease(slotLease{owner: fl.UID}, lease)
-	if !o.behind(fl, slotLease{owner: fl.UID}, nil, nil) {
+	o.createdLease(decision.SlotLease{Owner: fl.UID}, lease)
+	if !o.behind(fl, decision.SlotLease{Owner: fl.UID}, nil, nil) {
 		t.Error("the cache does not show the Lease just created: behind")
 	}
 	if !o.echo(lease) {
 		t.Error("the created version is the creation's echo")
 	}
-	if o.behind(fl, slotLease{owner: fl.UID}, lease, nil) {
+	if o.behind(fl, decision.SlotLease{Owner: fl.UID}, lease, nil) {
 		t.Error("the cache shows the created Lease: not behind")
 	}
-	if o.behind(fl, slotLease{owner: fl.UID}, nil, nil) {
+	if o.behind(fl, decision.SlotLease{Owner: fl.UID}, nil, nil) {
 		t.Error("a Lease gone after the cache showed it is news, not a lag")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
 )
 
@@ -44,7 +45,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch {
 	case staleRead(err):
-		retry := conflictRetry
+		retry := decision.ConflictRetry
 		if r.staleRetries != nil {
 			retry = r.staleRetries.When(req)
 		}
@@ -87,7 +88,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if wrote, err := r.finishAdmission(ctx, fl); err != nil {
 		return ctrl.Result{}, err
 	} else if wrote {
-		return ctrl.Result{RequeueAfter: cacheBehind}, nil
+		return ctrl.Result{RequeueAfter: decision.CacheBehind}, nil
 	}
 	return r.pass(ctx, fl)
 }
@@ -100,7 +101,7 @@ func (r *Reconciler) admit(ctx context.Context, req ctrl.Request) (_ *fencingv1.
 	fl := &fencingv1.FencedLease{}
 	if err := r.Get(ctx, req.NamespacedName, fl); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.grants.forget(req.NamespacedName)
+			r.grants.Forget(req.NamespacedName)
 			r.uncached.found(req.NamespacedName, false)
 			r.metrics.forget(req.NamespacedName)
 			retry, err := r.reportMissing(ctx, req.NamespacedName)
@@ -109,7 +110,7 @@ func (r *Reconciler) admit(ctx context.Context, req ctrl.Request) (_ *fencingv1.
 		return nil, ctrl.Result{}, err
 	}
 	if r.ownWrites.wroteOver(fl.UID, fl.ResourceVersion) {
-		return nil, ctrl.Result{RequeueAfter: cacheBehind}, nil
+		return nil, ctrl.Result{RequeueAfter: decision.CacheBehind}, nil
 	}
 	if fl.DeletionTimestamp == nil && controllerutil.AddFinalizer(fl, fencingv1.Finalizer) {
 		from := fl.ResourceVersion

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
@@ -110,7 +111,7 @@ func TestHoldersLoweredBeforeTheSlotsStatusLandedStillJudgesTheSlotsGrant(t *tes
 	f.edit(t, func(fl *fencingv1.FencedLease) { fl.Spec.Holders = 1 }, false)
 	f.runFor(t, v, 4)
 	st := f.fl(t).Status
-	if s1 := slotOf(&st, 1); s1.Holder == nil || s1.Holder.Handoff == nil || s1.Holder.Handoff.SuccessorName != fencingv1.SlotRemovedSuccessor {
+	if s1 := decision.SlotOf(&st, 1); s1.Holder == nil || s1.Holder.Handoff == nil || s1.Holder.Handoff.SuccessorName != fencingv1.SlotRemovedSuccessor {
 		t.Fatalf("slot 1 after holders was lowered: %+v, want its grant recorded and asked to hand off (H6)", s1)
 	}
 }
@@ -127,7 +128,7 @@ func TestASlotsReleaseIsNotAdoptedAgainAfterACrashBeforeTheLeaseWrite(t *testing
 	v.check(t, f.c)
 	f.runFor(t, v, 4)
 	st := f.fl(t).Status
-	if h := slotOf(&st, 0).Holder; h != nil {
+	if h := decision.SlotOf(&st, 0).Holder; h != nil {
 		t.Fatalf("slot 0 holds %s again after a released it", h.PodName)
 	}
 	if st.Transitions != 2 {

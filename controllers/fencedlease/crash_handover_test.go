@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
@@ -16,7 +17,7 @@ import (
 // restart is the operator process ending and a new one taking over: everything it
 // remembered is gone; only the API server's objects remain.
 func (f *casFixture) restart() {
-	f.r.grants = newGrantMemory(f.clock)
+	f.r.grants = decision.NewGrantMemory(f.clock)
 	f.r.uncached = newUncachedLeases()
 }
 

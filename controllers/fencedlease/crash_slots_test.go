@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
@@ -104,7 +105,7 @@ func TestASlotHandOverReleasedWhileTheOperatorWasDownStaysHandedOver(t *testing.
 		seen.check(t, f.slotLease(t, 0))
 	}
 	st := f.fl(t).Status
-	s0 := slotOf(&st, 0)
+	s0 := decision.SlotOf(&st, 0)
 	if s0.Holder != nil {
 		t.Fatalf("slot 0 held by %+v after a's revocation and b's release", s0.Holder)
 	}
@@ -114,7 +115,7 @@ func TestASlotHandOverReleasedWhileTheOperatorWasDownStaysHandedOver(t *testing.
 	if st.FencingToken != 3 || st.Revocations != 1 {
 		t.Fatalf("fencingToken %d revocations %d, want token 3 spent once and one revocation", st.FencingToken, st.Revocations)
 	}
-	if s1 := slotOf(&st, 1); s1.Holder == nil || s1.Holder.PodName != "c" {
+	if s1 := decision.SlotOf(&st, 1); s1.Holder == nil || s1.Holder.PodName != "c" {
 		t.Fatalf("slot 1 lost its renewing holder: %+v", s1)
 	}
 	if pb := f.pod(t, "b"); grantorder.PodState(pb) != fencingv1.PodReleased || pb.Annotations[fencingv1.TokenAnnotation] != "3" {
@@ -131,7 +132,7 @@ func TestADeletedFencedLeaseKeepsItsFinalizerWhileASlotsGrantIsOnlyOnItsLease(t 
 	fl := slotsFL(2, fencingv1.Slot{Slot: 0, Holder: a}, fencingv1.Slot{Slot: 1})
 	fl.Finalizers = []string{fencingv1.Finalizer}
 	fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	granted := &fencingv1.Holder{PodName: "b", PodUID: "uid-b", Token: 2, AcquireTime: *microTime(t0)}
+	granted := &fencingv1.Holder{PodName: "b", PodUID: "uid-b", Token: 2, AcquireTime: *decision.MicroTime(t0)}
 	b := holdingPod("b", 2, 1)
 	f := fixtureOf(fl, slotLeaseNaming(0, a, t0), slotLeaseNaming(1, granted, t0.Add(time.Second)), holdingPod("a", 1, 0), b)
 	for range 4 {
@@ -178,7 +179,7 @@ func TestSlotsReportALeaseConflictAndALockDelay(t *testing.T) {
 		if ready == nil || ready.Reason != fencingv1.ReasonLeaseConflict || ready.Status != metav1.ConditionFalse {
 			t.Fatalf("Ready %+v, want False as LeaseConflict (slot 1's Lease is not the operator's)", ready)
 		}
-		if slotOf(&st, 1).Holder != nil {
+		if decision.SlotOf(&st, 1).Holder != nil {
 			t.Fatal("a slot whose Lease is foreign granted someone")
 		}
 	})
@@ -192,7 +193,7 @@ func TestSlotsReportALeaseConflictAndALockDelay(t *testing.T) {
 			f.clock.Step(100 * time.Millisecond)
 		}
 		st := f.fl(t).Status
-		if h := slotOf(&st, 0).Holder; h != nil {
+		if h := decision.SlotOf(&st, 0).Holder; h != nil {
 			t.Fatalf("slot 0 granted %s within its lock-delay", h.PodName)
 		}
 		ready := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/test/plane"
 )
 
@@ -94,10 +95,10 @@ func onAPIServer(t *testing.T, c client.Client, f *casFixture) *casFixture {
 	clock := clocktesting.NewFakeClock(f.clock.Now())
 	reader := &afterLeaseRead{Client: c}
 	r := &Reconciler{Client: reader, apiReader: reader, clock: clock, metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
-	r.grants = newGrantMemory(clock)
+	r.grants = decision.NewGrantMemory(clock)
 	r.uncached = newUncachedLeases()
 	g := &casFixture{c: c, clock: clock, r: r, reader: reader}
-	if len(f.r.grants.byLease) > 0 {
+	if len(f.r.grants.ByLease) > 0 {
 		g.reconcile(t) // f's operator had seen the grants, at this time: so has g's
 	}
 	return g

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 	protocol "github.com/fencedlease/fencedlease/test/invariants"
 )
@@ -137,7 +138,7 @@ func dump(c client.Client) []string {
 	if err := c.Get(ctx, key, fl); err == nil {
 		st := fl.Status
 		out = append(out, fmt.Sprintf("FencedLease holders=%d token=%d transitions=%d holder=%s slots=%s finalizers=%v deleting=%v",
-			holdersOf(fl), st.FencingToken, st.Transitions, holderLine(st.Holder), slotsLine(st.Slots), fl.Finalizers, fl.DeletionTimestamp != nil))
+			decision.HoldersOf(fl), st.FencingToken, st.Transitions, holderLine(st.Holder), slotsLine(st.Slots), fl.Finalizers, fl.DeletionTimestamp != nil))
 	}
 	leases := &coordinationv1.LeaseList{}
 	_ = c.List(ctx, leases, client.InNamespace(key.Namespace))

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
@@ -48,7 +49,7 @@ func pod(name string, created time.Time) corev1.Pod {
 func leaseFor(h *fencingv1.Holder, renew time.Time) *coordinationv1.Lease {
 	l := tombstone(h.Token)
 	l.Annotations[fencingv1.HolderUIDAnnotation] = string(h.PodUID)
-	l.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.PodName), AcquireTime: h.AcquireTime.DeepCopy(), RenewTime: microTime(renew)}
+	l.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(h.PodName), AcquireTime: h.AcquireTime.DeepCopy(), RenewTime: decision.MicroTime(renew)}
 	return l
 }
 
@@ -57,21 +58,21 @@ func tombstone(token int64) *coordinationv1.Lease {
 	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 		Namespace: key.Namespace, Name: key.Name,
 		Labels:      map[string]string{fencingv1.LeaseLabel: key.Name},
-		Annotations: map[string]string{fencingv1.TokenAnnotation: formatToken(token)},
+		Annotations: map[string]string{fencingv1.TokenAnnotation: decision.FormatToken(token)},
 	}}
 }
 
 // step runs one reconcile's observation and decision at the fake clock's time, on a
 // fake API server that holds lease and pods (see observeStep).
-func step(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) decision {
+func step(tr *decision.GrantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod) decision.Decision {
 	return observeStep(tr, c, fl, lease, pods, nil)
 }
 
 // stepWithHolder is step with the holder pod as an uncached read finds it: holder is
 // in the API server but not among the labeled pods (it lost its label), or nil (gone).
-func stepWithHolder(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, holder *corev1.Pod) decision {
+func stepWithHolder(tr *decision.GrantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, holder *corev1.Pod) decision.Decision {
 	var extra []client.Object
-	if holder != nil && findPod(pods, holder.UID) == nil {
+	if holder != nil && decision.FindPod(pods, holder.UID) == nil {
 		extra = append(extra, holder.DeepCopy())
 	}
 	return observeStep(tr, c, fl, lease, pods, extra)
@@ -79,32 +80,32 @@ func stepWithHolder(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.Fe
 
 func TestFirstCandidateGetsTokenOneFIFO(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
+	tr := decision.NewGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("b", t0.Add(time.Second)), pod("c", t0), pod("a", t0.Add(time.Second))}
 	d := step(tr, c, fl, nil, pods)
-	if d.granted() == nil || d.granted().PodName != "c" || d.granted().Token != 1 {
-		t.Fatalf("want c granted token 1 (oldest), got %+v", d.granted())
+	if d.Granted() == nil || d.Granted().PodName != "c" || d.Granted().Token != 1 {
+		t.Fatalf("want c granted token 1 (oldest), got %+v", d.Granted())
 	}
 	if fl.Status.FencingToken != 1 || fl.Status.Waiting != 2 || fl.Status.Transitions != 1 {
 		t.Fatalf("status: %+v", fl.Status)
 	}
 	// G1 on an idle FencedLease: the Lease first, the status waits for the first renewal.
-	if !d.grantOnLease || d.statusWait != statusCoalesce || d.requeueAfter != statusCoalesce {
+	if !d.GrantOnLease || d.StatusWait != decision.StatusCoalesce || d.RequeueAfter != decision.StatusCoalesce {
 		t.Fatalf("grantOnLease %v, statusWait %v, requeueAfter %v: want the Lease first and the status write to wait %v",
-			d.grantOnLease, d.statusWait, d.requeueAfter, statusCoalesce)
+			d.GrantOnLease, d.StatusWait, d.RequeueAfter, decision.StatusCoalesce)
 	}
 	// Among equal creation times the name decides: a before b.
 	pods[1].Status.Phase = corev1.PodSucceeded
 	d = step(tr, c, fl, nil, pods)
-	if d.released() == nil || d.released().release != fencingv1.ReleasePodFinished || d.granted() == nil || d.granted().PodName != "a" || d.granted().Token != 2 {
-		t.Fatalf("want c released (finished) and a granted token 2, got released=%+v granted=%+v", d.released(), d.granted())
+	if d.Released() == nil || d.Released().Release != fencingv1.ReleasePodFinished || d.Granted() == nil || d.Granted().PodName != "a" || d.Granted().Token != 2 {
+		t.Fatalf("want c released (finished) and a granted token 2, got released=%+v granted=%+v", d.Released(), d.Granted())
 	}
 }
 
 func TestExpiryCountsFromObservedRenewalNotFromTheHolderTimestamp(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
+	tr := decision.NewGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
 	step(tr, c, fl, nil, pods)
@@ -115,23 +116,23 @@ func TestExpiryCountsFromObservedRenewalNotFromTheHolderTimestamp(t *testing.T) 
 	skewed := t0.Add(-time.Hour)
 	c.Step(6 * time.Second)
 	d := step(tr, c, fl, leaseFor(h, skewed), pods)
-	if d.revoked() != nil || d.requeueAfter != 10*time.Second {
-		t.Fatalf("renewal seen at +6s must give a full duration: revoked=%v requeue=%v", d.revoked(), d.requeueAfter)
+	if d.Revoked() != nil || d.RequeueAfter != 10*time.Second {
+		t.Fatalf("renewal seen at +6s must give a full duration: revoked=%v requeue=%v", d.Revoked(), d.RequeueAfter)
 	}
 	c.Step(9*time.Second + 999*time.Millisecond)
-	if d := step(tr, c, fl, leaseFor(h, skewed), pods); d.revoked() != nil {
+	if d := step(tr, c, fl, leaseFor(h, skewed), pods); d.Revoked() != nil {
 		t.Fatalf("revoked 1ms before expiry")
 	}
 	c.Step(5 * time.Millisecond)
 	d = step(tr, c, fl, leaseFor(h, skewed), pods)
-	if d.revoked() == nil || d.revoked().PodName != "a" || d.revoked().Token != 1 || d.revoked().Reason != fencingv1.ReasonLeaseExpired {
-		t.Fatalf("want a revoked for expiry, got %+v", d.revoked())
+	if d.Revoked() == nil || d.Revoked().PodName != "a" || d.Revoked().Token != 1 || d.Revoked().Reason != fencingv1.ReasonLeaseExpired {
+		t.Fatalf("want a revoked for expiry, got %+v", d.Revoked())
 	}
-	if d.revocationLateness() != 4*time.Millisecond {
-		t.Fatalf("lateness = %v, want 4ms", d.revocationLateness())
+	if d.RevocationLateness() != 4*time.Millisecond {
+		t.Fatalf("lateness = %v, want 4ms", d.RevocationLateness())
 	}
-	if d.granted() == nil || d.granted().PodName != "b" || d.granted().Token != 2 || fl.Status.Revocations != 1 {
-		t.Fatalf("want b granted token 2 in the same decision, got %+v / %+v", d.granted(), fl.Status)
+	if d.Granted() == nil || d.Granted().PodName != "b" || d.Granted().Token != 2 || fl.Status.Revocations != 1 {
+		t.Fatalf("want b granted token 2 in the same decision, got %+v / %+v", d.Granted(), fl.Status)
 	}
 }
 
@@ -139,17 +140,17 @@ func TestRestartGivesAFullDurationFromFirstLook(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
-	step(newGrantMemory(c), c, fl, nil, pods)
+	step(decision.NewGrantMemory(c), c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 
 	// A new controller (empty tracker) looks 9s after the grant, long after the last renewal.
 	c.Step(9 * time.Second)
-	fresh := newGrantMemory(c)
-	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked() != nil || d.requeueAfter != 10*time.Second {
-		t.Fatalf("after restart: revoked=%v requeue=%v, want a full duration", d.revoked(), d.requeueAfter)
+	fresh := decision.NewGrantMemory(c)
+	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.Revoked() != nil || d.RequeueAfter != 10*time.Second {
+		t.Fatalf("after restart: revoked=%v requeue=%v, want a full duration", d.Revoked(), d.RequeueAfter)
 	}
 	c.Step(10 * time.Second)
-	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.revoked() == nil {
+	if d := step(fresh, c, fl, leaseFor(h, t0), pods); d.Revoked() == nil {
 		t.Fatal("not revoked a full duration after first look")
 	}
 }
@@ -160,9 +161,9 @@ func TestHalfDoneGrantIsFinishedNotRegranted(t *testing.T) {
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
 	// G1 was written (token 5), the Lease still shows the tombstone of token 4.
 	fl.Status.FencingToken = 5
-	fl.Status.Holder = &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 5, AcquireTime: *microTime(t0)}
-	d := step(newGrantMemory(c), c, fl, tombstone(4), pods)
-	if d.granted() != nil || d.released() != nil || d.revoked() != nil {
+	fl.Status.Holder = &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 5, AcquireTime: *decision.MicroTime(t0)}
+	d := step(decision.NewGrantMemory(c), c, fl, tombstone(4), pods)
+	if d.Granted() != nil || d.Released() != nil || d.Revoked() != nil {
 		t.Fatalf("a half-done grant must be kept: %+v", d)
 	}
 	if fl.Status.FencingToken != 5 || fl.Status.Holder.Token != 5 {
@@ -174,7 +175,7 @@ func TestReleaseByLeaseNeedsTheHoldersToken(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0.Add(time.Second))}
-	tr := newGrantMemory(c)
+	tr := decision.NewGrantMemory(c)
 	step(tr, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 
@@ -182,13 +183,13 @@ func TestReleaseByLeaseNeedsTheHoldersToken(t *testing.T) {
 	cleared.Spec.HolderIdentity = nil
 	// Same token, no holder: the holder released.
 	d := step(tr, c, fl.DeepCopy(), cleared, pods)
-	if d.released() == nil || d.released().release != fencingv1.ReleaseLeaseReleased || d.granted().Token != 2 {
+	if d.Released() == nil || d.Released().Release != fencingv1.ReleaseLeaseReleased || d.Granted().Token != 2 {
 		t.Fatalf("want release by Lease and token 2, got %+v", d)
 	}
 	// An older token with no holder is the tombstone of an earlier grant, not a release.
 	cleared.Annotations[fencingv1.TokenAnnotation] = "0"
-	if d := step(tr, c, fl.DeepCopy(), cleared, pods); d.released() != nil {
-		t.Fatalf("a tombstone taken for a release: %+v", d.released())
+	if d := step(tr, c, fl.DeepCopy(), cleared, pods); d.Released() != nil {
+		t.Fatalf("a tombstone taken for a release: %+v", d.Released())
 	}
 }
 
@@ -196,13 +197,13 @@ func TestTokenAdoptsTheLeaseHighWaterMark(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10) // re-created: empty status
 	tomb := tombstone(41)
-	d := step(newGrantMemory(c), c, fl, tomb, []corev1.Pod{pod("a", t0)})
-	if d.granted() == nil || d.granted().Token != 42 {
-		t.Fatalf("want token 42 above the tombstone's 41, got %+v", d.granted())
+	d := step(decision.NewGrantMemory(c), c, fl, tomb, []corev1.Pod{pod("a", t0)})
+	if d.Granted() == nil || d.Granted().Token != 42 {
+		t.Fatalf("want token 42 above the tombstone's 41, got %+v", d.Granted())
 	}
-	d = step(newGrantMemory(c), c, newFL(10), tomb, nil)
-	if d.status.FencingToken != 41 {
-		t.Fatalf("status adopts the tombstone even with nobody to grant: %d", d.status.FencingToken)
+	d = step(decision.NewGrantMemory(c), c, newFL(10), tomb, nil)
+	if d.Status.FencingToken != 41 {
+		t.Fatalf("status adopts the tombstone even with nobody to grant: %d", d.Status.FencingToken)
 	}
 }
 
@@ -211,14 +212,14 @@ func TestSuspendAndDeletion(t *testing.T) {
 	pods := []corev1.Pod{pod("a", t0)}
 	fl := newFL(10)
 	fl.Spec.Suspend = true
-	if d := step(newGrantMemory(c), c, fl, nil, pods); d.granted() != nil || fl.Status.Waiting != 1 {
-		t.Fatalf("suspended: granted %+v, waiting %d", d.granted(), fl.Status.Waiting)
+	if d := step(decision.NewGrantMemory(c), c, fl, nil, pods); d.Granted() != nil || fl.Status.Waiting != 1 {
+		t.Fatalf("suspended: granted %+v, waiting %d", d.Granted(), fl.Status.Waiting)
 	}
 	fl.Spec.Suspend = false
-	step(newGrantMemory(c), c, fl, nil, pods)
+	step(decision.NewGrantMemory(c), c, fl, nil, pods)
 	fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	d := step(newGrantMemory(c), c, fl, nil, pods)
-	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonFencedLeaseDeleted || d.granted() != nil {
+	d := step(decision.NewGrantMemory(c), c, fl, nil, pods)
+	if d.Revoked() == nil || d.Revoked().Reason != fencingv1.ReasonFencedLeaseDeleted || d.Granted() != nil {
 		t.Fatalf("deleting: want revoke and no grant, got %+v", d)
 	}
 }
@@ -271,33 +272,33 @@ func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
-	old := newGrantMemory(c)
+	old := decision.NewGrantMemory(c)
 	step(old, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 	c.Step(6 * time.Second)
 	step(old, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods) // renewal seen at +6s
 
 	c.Step(4 * time.Second) // the leader fails; a new one looks at +10s
-	fresh := newGrantMemory(c)
+	fresh := decision.NewGrantMemory(c)
 	step(fresh, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
 	if got := fl.Status.Holder.LastRenewTime.Time; !got.Equal(t0.Add(6 * time.Second)) {
 		t.Fatalf("the new leader's first look moved lastRenewTime to %v", got)
 	}
 	c.Step(10 * time.Second)
 	d := step(fresh, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods)
-	if d.revoked() == nil {
+	if d.Revoked() == nil {
 		t.Fatal("not revoked a lease after the new leader's first look")
 	}
-	if d.revocationLateness() != 4*time.Second {
-		t.Fatalf("lateness = %v, want 4s (revoked at +20s, expired at +16s)", d.revocationLateness())
+	if d.RevocationLateness() != 4*time.Second {
+		t.Fatalf("lateness = %v, want 4s (revoked at +20s, expired at +16s)", d.RevocationLateness())
 	}
 }
 
 // grantedToA is a FencedLease of lease 10 s whose first decision, at t0, granted pod a,
 // its only candidate; h is that grant.
-func grantedToA() (*clocktesting.FakeClock, *grantMemory, *fencingv1.FencedLease, []corev1.Pod, *fencingv1.Holder) {
+func grantedToA() (*clocktesting.FakeClock, *decision.GrantMemory, *fencingv1.FencedLease, []corev1.Pod, *fencingv1.Holder) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
+	tr := decision.NewGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0)}
 	step(tr, c, fl, nil, pods)
@@ -323,7 +324,7 @@ func TestLastRenewTimeChangesOnlyOnRenewal(t *testing.T) {
 // every renewal observed.
 func TestARenewalAloneWritesNoStatus(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
+	tr := decision.NewGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
 	step(tr, c, fl, nil, pods)
@@ -333,7 +334,7 @@ func TestARenewalAloneWritesNoStatus(t *testing.T) {
 		c.Step(time.Second)
 		before := fl.Status.DeepCopy()
 		d := step(tr, c, fl, leaseFor(h, t0.Add(time.Duration(i)*time.Second)), pods)
-		if d.revoked() != nil || d.requeueAfter != 10*time.Second {
+		if d.Revoked() != nil || d.RequeueAfter != 10*time.Second {
 			t.Fatalf("renewal %d: %+v; every renewal must restart the 10 s", i, d)
 		}
 		if !equality.Semantic.DeepEqual(*before, fl.Status) {
@@ -359,7 +360,7 @@ func TestARenewalAloneWritesNoStatus(t *testing.T) {
 // renewal: the grant's clock keeps running from the grant, and nothing is recorded.
 func TestTheGrantsOwnLeaseWriteIsNotARenewal(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
+	tr := decision.NewGrantMemory(c)
 	fl := newFL(10)
 	pods := []corev1.Pod{pod("a", t0), pod("b", t0)}
 	step(tr, c, fl, nil, pods)
@@ -367,8 +368,8 @@ func TestTheGrantsOwnLeaseWriteIsNotARenewal(t *testing.T) {
 	before := fl.Status.DeepCopy()
 	c.Step(500 * time.Millisecond)
 	d := step(tr, c, fl, leaseFor(h, h.AcquireTime.Time), pods) // G2, seen
-	if d.requeueAfter != 9500*time.Millisecond {
-		t.Fatalf("requeueAfter = %v, want 9.5s: the clock runs from the grant", d.requeueAfter)
+	if d.RequeueAfter != 9500*time.Millisecond {
+		t.Fatalf("requeueAfter = %v, want 9.5s: the clock runs from the grant", d.RequeueAfter)
 	}
 	if !equality.Semantic.DeepEqual(before.Holder, fl.Status.Holder) {
 		t.Fatalf("the grant's own write changed the status: %+v", fl.Status.Holder)

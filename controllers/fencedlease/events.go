@@ -9,6 +9,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/eventnote"
 )
 
@@ -19,7 +20,7 @@ import (
 // deleted, so an event there would be one more write in the failover for nobody. In a
 // FencedLease with slots, slot names the slot ("" without slots): every note starts with
 // it, and the logs carry it.
-func (r *Reconciler) emitEvents(ctx context.Context, fl *fencingv1.FencedLease, d decision, slot string) {
+func (r *Reconciler) emitEvents(ctx context.Context, fl *fencingv1.FencedLease, d decision.Decision, slot string) {
 	log := logf.FromContext(ctx)
 	if slot != "" {
 		log = log.WithValues("slot", slot)
@@ -30,7 +31,7 @@ func (r *Reconciler) emitEvents(ctx context.Context, fl *fencingv1.FencedLease, 
 		}
 		return "slot " + slot + ": " + note
 	}
-	next := d.granted()
+	next := d.Granted()
 	// ended tells the end of a grant: with the next grant in its note when there is one.
 	ended := func(pod *corev1.Pod, kind, reason, action, note string) {
 		if next != nil {
@@ -38,37 +39,37 @@ func (r *Reconciler) emitEvents(ctx context.Context, fl *fencingv1.FencedLease, 
 		}
 		r.event(fl, pod, next == nil, kind, reason, action, say(note))
 	}
-	if t, rv := d.end, d.revoked(); rv != nil {
+	if t, rv := d.End, d.Revoked(); rv != nil {
 		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
-		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.ruleName, "late", t.lateness)
+		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.RuleName, "late", t.Lateness)
 		detail := string(rv.Reason)
 		if rv.Message != "" {
 			detail += " (" + rv.Message + ")"
 		}
 		ended(pod, corev1.EventTypeWarning, "Revoked", "Revoke", eventnote.Revoked(rv.Token, rv.PodName, detail))
-		r.metrics.countRevocation(rv.Reason, t.lateness)
+		r.metrics.countRevocation(rv.Reason, t.Lateness)
 	}
-	if t := d.ended(withdrawHandoff); t != nil {
-		log.Info("hand-off withdrawn: the successor no longer waits", "pod", klog.KRef(fl.Namespace, t.holder.PodName), "token", t.holder.Token)
+	if t := d.Ended(decision.WithdrawHandoff); t != nil {
+		log.Info("hand-off withdrawn: the successor no longer waits", "pod", klog.KRef(fl.Namespace, t.Holder.PodName), "token", t.Holder.Token)
 	}
-	if t := d.released(); t != nil {
-		h := t.holder
+	if t := d.Released(); t != nil {
+		h := t.Holder
 		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
-		log.Info("released", "pod", klog.KObj(pod), "token", h.Token, "reason", t.release)
-		ended(pod, corev1.EventTypeNormal, "Released", "Release", eventnote.Released(h.Token, h.PodName, string(t.release)))
-		r.metrics.countRelease(t.release)
+		log.Info("released", "pod", klog.KObj(pod), "token", h.Token, "reason", t.Release)
+		ended(pod, corev1.EventTypeNormal, "Released", "Release", eventnote.Released(h.Token, h.PodName, string(t.Release)))
+		r.metrics.countRelease(t.Release)
 	}
 	if next != nil {
 		pod := podRef(fl.Namespace, next.PodName, next.PodUID)
 		log.Info("granted", "pod", klog.KObj(pod), "token", next.Token)
 		note := say(eventnote.Granted(next.Token, next.PodName))
-		if d.revoked() != nil || d.released() != nil {
+		if d.Revoked() != nil || d.Released() != nil {
 			r.eventOnPod(fl, pod, corev1.EventTypeNormal, "Granted", "Grant", note) // told on the FencedLease with the end
 		} else {
 			r.event(fl, pod, true, corev1.EventTypeNormal, "Granted", "Grant", note)
 		}
-		if t := d.grant; !t.podCreated.IsZero() {
-			r.metrics.countGrant(next.AcquireTime.Sub(t.podCreated)) // the grant's time: its status write may have waited
+		if t := d.Grant; !t.PodCreated.IsZero() {
+			r.metrics.countGrant(next.AcquireTime.Sub(t.PodCreated)) // the grant's time: its status write may have waited
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -81,7 +82,7 @@ func TestAGrantOnAnIdleFencedLeaseIsWrittenOnTheLeaseFirst(t *testing.T) {
 		!meta.IsStatusConditionTrue(fl.Status.Conditions, fencingv1.ConditionReady) {
 		t.Fatalf("a's grant is not recorded with its first renewal: %+v", fl.Status)
 	}
-	if !fl.Status.Holder.AcquireTime.Equal(microTime(grantedAt)) || fl.Status.FencingToken != 1 || fl.Status.Waiting != 1 {
+	if !fl.Status.Holder.AcquireTime.Equal(decision.MicroTime(grantedAt)) || fl.Status.FencingToken != 1 || fl.Status.Waiting != 1 {
 		t.Fatalf("status %+v: want acquired at the Lease write (%v), token 1, b waiting", fl.Status, grantedAt)
 	}
 	if writes := rvDistance(t, statusBefore, fl.ResourceVersion); writes != 1 {

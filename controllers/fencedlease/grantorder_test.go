@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
@@ -31,8 +32,8 @@ func TestGrantOrderIsDecideOrder(t *testing.T) {
 	}
 	released := leaseFor(h, t0.Add(time.Second))
 	released.Spec.HolderIdentity = nil
-	if d := stepHandoff(tr, c, fl, released, pods, nil); d.granted() == nil || d.granted().PodUID != order[0].UID {
-		t.Fatalf("decide granted %+v, GrantOrder said %s", d.granted(), order[0].Name)
+	if d := stepHandoff(tr, c, fl, released, pods, nil); d.Granted() == nil || d.Granted().PodUID != order[0].UID {
+		t.Fatalf("decide granted %+v, GrantOrder said %s", d.Granted(), order[0].Name)
 	}
 }
 
@@ -111,29 +112,29 @@ func TestGrantPassesOverAStandbyOnALostNode(t *testing.T) {
 		objs = append(objs, pods[i].DeepCopy())
 	}
 	api := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).Build()
-	r := &Reconciler{Client: api, apiReader: api, clock: c, pods: labeledPods{api}, grants: newGrantMemory(c),
+	r := &Reconciler{Client: api, apiReader: api, clock: c, pods: labeledPods{api}, grants: decision.NewGrantMemory(c),
 		nodes: unfitNodes{"lost": "node lost is not Ready (Unknown)"}}
 	w, err := r.observe(context.Background(), fl, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := decide(w)
-	g := d.granted()
+	d := decision.Decide(w)
+	g := d.Granted()
 	if g == nil || g.PodName != "healthy" {
 		t.Fatalf("want healthy granted, got %+v", g)
 	}
-	if g.StartupDeadlineSeconds != warmConfirmFloor {
-		t.Fatalf("a running Warm standby's confirmation bound is %d s, want %d (2 × 4 s lease, floored)", g.StartupDeadlineSeconds, warmConfirmFloor)
+	if g.StartupDeadlineSeconds != decision.WarmConfirmFloor {
+		t.Fatalf("a running Warm standby's confirmation bound is %d s, want %d (2 × 4 s lease, floored)", g.StartupDeadlineSeconds, decision.WarmConfirmFloor)
 	}
 	fl.Spec.LeaseDurationSeconds = 30
-	if s := startupSecondsFor(fl, &pods[1]); s != 60 {
+	if s := decision.StartupSecondsFor(fl, &pods[1]); s != 60 {
 		t.Fatalf("30 s lease: bound %d, want 60", s)
 	}
-	if s := startupSecondsFor(fl, &corev1.Pod{}); s != 300 {
+	if s := decision.StartupSecondsFor(fl, &corev1.Pod{}); s != 300 {
 		t.Fatalf("a Cold pod keeps the startup deadline: %d, want 300", s)
 	}
 	fl.Spec.StartupDeadlineSeconds = 20
-	if s := startupSecondsFor(fl, &pods[1]); s != 20 {
+	if s := decision.StartupSecondsFor(fl, &pods[1]); s != 20 {
 		t.Fatalf("a shorter startup deadline wins: %d, want 20", s)
 	}
 }
@@ -153,13 +154,13 @@ func TestAStandbyOnTheNodeOfAHolderThatWentSilentIsPassedOver(t *testing.T) {
 		{"it never confirmed", false, fencingv1.ReasonStartupDeadlineExceeded},
 	} {
 		c := clocktesting.NewFakeClock(t0)
-		tr := newGrantMemory(c)
+		tr := decision.NewGrantMemory(c)
 		fl := newFL(4)
 		fl.Spec.StartupDeadlineSeconds = 8
 		pods := []corev1.Pod{warmOn("holder", t0, "gone", corev1.PodRunning),
 			warmOn("old", t0.Add(time.Second), "gone", corev1.PodRunning),
 			warmOn("young", t0.Add(2*time.Second), "fine", corev1.PodRunning)}
-		h := step(tr, c, fl, nil, pods).granted()
+		h := step(tr, c, fl, nil, pods).Granted()
 		if h == nil || h.PodName != "holder" {
 			t.Fatalf("%s: want holder granted first, got %+v", tc.name, h)
 		}
@@ -171,10 +172,10 @@ func TestAStandbyOnTheNodeOfAHolderThatWentSilentIsPassedOver(t *testing.T) {
 		step(tr, c, fl, lease, pods)
 		c.Step(20 * time.Second) // past the lease and the confirmation bound
 		d := step(tr, c, fl, lease, pods)
-		if rv := d.revoked(); rv == nil || rv.Reason != tc.wantReason {
+		if rv := d.Revoked(); rv == nil || rv.Reason != tc.wantReason {
 			t.Fatalf("%s: want the holder revoked as %s, got %+v", tc.name, tc.wantReason, rv)
 		}
-		if g := d.granted(); g == nil || g.PodName != "young" {
+		if g := d.Granted(); g == nil || g.PodName != "young" {
 			t.Fatalf("%s: want young (on another node) granted before old (on the silent holder's node), got %+v", tc.name, g)
 		}
 	}

@@ -36,31 +36,3 @@ func (t *grantTurn) tell(landed bool) {
 		t.done <- landed
 	}
 }
-
-// newToken is the token decision d grants that no Lease carries yet; 0 when it grants
-// none (or adopts one its Lease carries).
-func newToken(w world, d decision) int64 {
-	if h := d.granted(); h != nil && h.Token > w.record.Token {
-		return h.Token
-	}
-	return 0
-}
-
-// grantsOnLease: the decision's new token lands on the slot's Lease before the status
-// write — handed over in its compare-and-swap, or granted there with the status waiting.
-func grantsOnLease(w world, d decision) bool {
-	return newToken(w, d) > 0 && (d.handsOver() || !d.plan.has(writeStatus))
-}
-
-// grantsInStatus: the decision's new token is first recorded by the status write.
-func grantsInStatus(w world, d decision) bool {
-	return newToken(w, d) > 0 && !grantsOnLease(w, d)
-}
-
-// grantStep is the step of decision d that carries its new token to the Lease.
-func grantStep(d decision) stepKind {
-	if d.handsOver() {
-		return cutLease
-	}
-	return writeLease
-}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
@@ -95,7 +96,7 @@ func TestARevokeRequestOfANeverRenewedGrantFinishesAtOnceAfterAFailedStatusWrite
 			t.Fatalf("the failed status write landed anyway: holder %q", name)
 		}
 		if restart {
-			f.r.grants = newGrantMemory(f.clock)
+			f.r.grants = decision.NewGrantMemory(f.clock)
 		}
 		f.clock.Step(100 * time.Millisecond)
 		f.reconcile(t)
@@ -127,7 +128,7 @@ func TestAnExpiredDrainingHolderCutOffStaysLeaseExpiredAfterARestart(t *testing.
 	f.reconcile(t)
 	f.edit(t, func(fl *fencingv1.FencedLease) {
 		fl.Status.Holder.Handoff = &fencingv1.Handoff{SuccessorName: "b", SuccessorUID: "uid-b",
-			RequestTime: *microTime(f.clock.Now()), GracePeriodSeconds: 30}
+			RequestTime: *decision.MicroTime(f.clock.Now()), GracePeriodSeconds: 30}
 	}, true)
 	f.reconcile(t)
 	if err := f.c.Delete(context.Background(), f.pod(t, "b")); err != nil {
@@ -142,7 +143,7 @@ func TestAnExpiredDrainingHolderCutOffStaysLeaseExpiredAfterARestart(t *testing.
 	if name, _, _ := f.holder(t); name != "a" {
 		t.Fatalf("the failed status write landed anyway: holder %q", name)
 	}
-	f.r.grants = newGrantMemory(f.clock) // restarted
+	f.r.grants = decision.NewGrantMemory(f.clock) // restarted
 	f.clock.Step(100 * time.Millisecond)
 	f.reconcile(t)
 	if rv := f.lastRevocation(t); rv == nil || rv.Reason != fencingv1.ReasonLeaseExpired || rv.Token != 1 {
@@ -156,7 +157,7 @@ func expiredDrainingHolderAfterAFailedStatusWrite(t *testing.T, restart bool) {
 	f.reconcile(t) // a renewed at t0: it runs on its 10 s lease from here
 	f.edit(t, func(fl *fencingv1.FencedLease) {
 		fl.Status.Holder.Handoff = &fencingv1.Handoff{SuccessorName: "b", SuccessorUID: "uid-b",
-			RequestTime: *microTime(f.clock.Now()), GracePeriodSeconds: 30}
+			RequestTime: *decision.MicroTime(f.clock.Now()), GracePeriodSeconds: 30}
 	}, true)
 	f.reconcile(t) // the grace period starts; 30 s, far longer than the lease
 
@@ -168,7 +169,7 @@ func expiredDrainingHolderAfterAFailedStatusWrite(t *testing.T, restart bool) {
 		t.Fatalf("the failed status write landed anyway: holder %q", name)
 	}
 	if restart {
-		f.r.grants = newGrantMemory(f.clock)
+		f.r.grants = decision.NewGrantMemory(f.clock)
 	}
 	f.clock.Step(100 * time.Millisecond)
 	f.reconcile(t)
@@ -244,7 +245,7 @@ func TestAFailoverMovesTheGrantOnTheLeaseInOneWrite(t *testing.T) {
 	if writes := rvDistance(t, statusBefore, fl.ResourceVersion); writes != 1 {
 		t.Fatalf("the FencedLease was written %d times in the failover and the first renewal, want 1", writes)
 	}
-	if rv := fl.Status.LastRevocation; !rv.Time.Equal(microTime(handedOverAt)) || !fl.Status.Holder.AcquireTime.Equal(microTime(handedOverAt)) {
+	if rv := fl.Status.LastRevocation; !rv.Time.Equal(decision.MicroTime(handedOverAt)) || !fl.Status.Holder.AcquireTime.Equal(decision.MicroTime(handedOverAt)) {
 		t.Fatalf("revoked at %v, b granted at %v: want both at the hand-over, %v, not when the status was written", rv.Time, fl.Status.Holder.AcquireTime, handedOverAt)
 	}
 	f.clock.Step(time.Second)
@@ -276,9 +277,9 @@ func TestAHandOverIsRecordedWhenTheWaitForItsFirstRenewalIsOver(t *testing.T) {
 func (f *casFixture) endTheWait(t *testing.T, restart bool, before, pod string, token int64) *fencingv1.FencedLease {
 	t.Helper()
 	if restart {
-		f.r.grants = newGrantMemory(f.clock)
+		f.r.grants = decision.NewGrantMemory(f.clock)
 	} else {
-		f.clock.Step(coalesceWindow(&fencingv1.Holder{LeaseDurationSeconds: 10}, f.fl(t)) - 100*time.Millisecond)
+		f.clock.Step(decision.CoalesceWindow(&fencingv1.Holder{LeaseDurationSeconds: 10}, f.fl(t)) - 100*time.Millisecond)
 		f.reconcile(t)
 		if name, _, _ := f.holder(t); name != before {
 			t.Fatalf("the status was written before the wait was over: holder %q", name)
@@ -342,7 +343,7 @@ func fetch[T client.Object](t *testing.T, c client.Reader, k client.ObjectKey, o
 // and reconciles: the status is written now.
 func (f *casFixture) pastCoalesce(t *testing.T) {
 	t.Helper()
-	f.clock.Step(statusCoalesce)
+	f.clock.Step(decision.StatusCoalesce)
 	f.reconcile(t)
 }
 
@@ -373,7 +374,7 @@ func TestAHandOverWhoseStatusWriteFailedIsAdoptedOffTheLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		if restart {
-			f.r.grants = newGrantMemory(f.clock)
+			f.r.grants = decision.NewGrantMemory(f.clock)
 		}
 		f.clock.Step(100 * time.Millisecond)
 		f.reconcile(t)

@@ -12,12 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // stepHandoff is step for a holder that may be asked to hand off: with successor (n of
 // rollout()) the API server also holds the ReplicaSets that make n a newer revision of
 // the holder's Deployment, so the real revision lookup finds it; without, it finds none.
-func stepHandoff(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, successor *corev1.Pod) decision {
+func stepHandoff(tr *decision.GrantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, successor *corev1.Pod) decision.Decision {
 	var extra []client.Object
 	if successor != nil {
 		if successor.Name != "n" {
@@ -51,9 +52,9 @@ func rollout() []corev1.Pod {
 
 // grantedRollout is a FencedLease of lease d seconds and hand-off grace period grace whose
 // first decision, at t0, granted a of rollout(); h is that grant.
-func grantedRollout(d, grace int32) (*clocktesting.FakeClock, *grantMemory, *fencingv1.FencedLease, []corev1.Pod, *fencingv1.Holder) {
+func grantedRollout(d, grace int32) (*clocktesting.FakeClock, *decision.GrantMemory, *fencingv1.FencedLease, []corev1.Pod, *fencingv1.Holder) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
+	tr := decision.NewGrantMemory(c)
 	fl := newFL(d)
 	fl.Spec.HandoffGracePeriodSeconds = grace
 	pods := rollout()
@@ -68,7 +69,7 @@ func grantedRollout(d, grace int32) (*clocktesting.FakeClock, *grantMemory, *fen
 func TestAHolderIsAskedToHandOffOnlyOnceItStarted(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 5)
 	c.Step(8 * time.Second) // its pod still starting, longer than the grace period
-	if d := stepHandoff(tr, c, fl, leaseFor(h, t0), pods, &pods[2]); fl.Status.Holder.Handoff != nil || d.cutOff() || d.revoked() != nil {
+	if d := stepHandoff(tr, c, fl, leaseFor(h, t0), pods, &pods[2]); fl.Status.Holder.Handoff != nil || d.CutOff() || d.Revoked() != nil {
 		t.Fatalf("a holder that never renewed was asked to hand off, or cut off: %+v", d)
 	}
 	c.Step(time.Second)
@@ -76,7 +77,7 @@ func TestAHolderIsAskedToHandOffOnlyOnceItStarted(t *testing.T) {
 	if ho := fl.Status.Holder.Handoff; ho == nil || ho.SuccessorName != "n" || !ho.RequestTime.Time.Equal(c.Now()) {
 		t.Fatalf("once it renewed, want a hand-off to n asked now, got %+v", ho)
 	}
-	if d.cutOff() || d.requeueAfter != 5*time.Second {
+	if d.CutOff() || d.RequeueAfter != 5*time.Second {
 		t.Fatalf("a whole grace period from the request: %+v", d)
 	}
 }
@@ -91,7 +92,7 @@ func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
 	if ho == nil || ho.SuccessorName != "n" || ho.SuccessorUID != pods[2].UID || ho.GracePeriodSeconds != 5 {
 		t.Fatalf("want a hand-off to n with 5s grace, got %+v", ho)
 	}
-	if d.revoked() != nil || d.cutOff() || d.requeueAfter != 5*time.Second {
+	if d.Revoked() != nil || d.CutOff() || d.RequeueAfter != 5*time.Second {
 		t.Fatalf("asking must not revoke or cut off, and must look again at the grace end: %+v", d)
 	}
 	if holdingState(fl.Status.Holder) != fencingv1.PodDraining {
@@ -113,10 +114,10 @@ func TestHandoffIsAskedAndTheSuccessorIsGrantedNextNotTheOldest(t *testing.T) {
 	released := leaseFor(h, t0.Add(2*time.Second))
 	released.Spec.HolderIdentity = nil
 	d = stepHandoff(tr, c, fl, released, pods, nil)
-	if d.released() == nil || d.granted() == nil || d.granted().PodName != "n" || d.granted().Token != 2 {
-		t.Fatalf("want a released and n granted token 2, got released=%+v granted=%+v", d.released(), d.granted())
+	if d.Released() == nil || d.Granted() == nil || d.Granted().PodName != "n" || d.Granted().Token != 2 {
+		t.Fatalf("want a released and n granted token 2, got released=%+v granted=%+v", d.Released(), d.Granted())
 	}
-	if d.granted().Handoff != nil || fl.Status.Waiting != 1 {
+	if d.Granted().Handoff != nil || fl.Status.Waiting != 1 {
 		t.Fatalf("the new grant starts clean, b still waits: %+v", fl.Status)
 	}
 }
@@ -136,7 +137,7 @@ func TestAHandoffWhoseSuccessorIsGoneIsWithdrawn(t *testing.T) {
 	gone := slices.DeleteFunc(slices.Clone(pods), func(p corev1.Pod) bool { return p.Name == "n" })
 	c.Step(time.Second)
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(2*time.Second)), gone, nil)
-	if fl.Status.Holder == nil || fl.Status.Holder.Handoff != nil || d.cutOff() || d.revoked() != nil {
+	if fl.Status.Holder == nil || fl.Status.Holder.Handoff != nil || d.CutOff() || d.Revoked() != nil {
 		t.Fatalf("want the request withdrawn and a still holding: %+v", fl.Status.Holder)
 	}
 	if holdingState(fl.Status.Holder) != fencingv1.PodHolding {
@@ -145,18 +146,18 @@ func TestAHandoffWhoseSuccessorIsGoneIsWithdrawn(t *testing.T) {
 	// Past when the grace period would have ended, still renewing: nothing happens.
 	for _, at := range []time.Duration{7 * time.Second, 12 * time.Second} {
 		c.SetTime(t0.Add(at))
-		if d := stepHandoff(tr, c, fl, leaseFor(h, c.Now()), gone, nil); d.cutOff() || d.revoked() != nil || fl.Status.Holder.PodName != "a" {
+		if d := stepHandoff(tr, c, fl, leaseFor(h, c.Now()), gone, nil); d.CutOff() || d.Revoked() != nil || fl.Status.Holder.PodName != "a" {
 			t.Fatalf("+%v: the withdrawn hand-off cut the holder off: %+v", at, d)
 		}
 	}
 	// A new successor waits: asked anew, with the whole grace period from now.
 	c.SetTime(t0.Add(13 * time.Second))
 	d = stepHandoff(tr, c, fl, leaseFor(h, c.Now()), pods, &pods[2])
-	if fl.Status.Holder.Handoff == nil || d.requeueAfter != 5*time.Second {
-		t.Fatalf("want a new request with a whole 5 s grace period, got %+v (requeue %v)", fl.Status.Holder.Handoff, d.requeueAfter)
+	if fl.Status.Holder.Handoff == nil || d.RequeueAfter != 5*time.Second {
+		t.Fatalf("want a new request with a whole 5 s grace period, got %+v (requeue %v)", fl.Status.Holder.Handoff, d.RequeueAfter)
 	}
 	c.Step(5*time.Second - time.Millisecond)
-	if d := stepHandoff(tr, c, fl, leaseFor(h, c.Now()), pods, nil); d.cutOff() {
+	if d := stepHandoff(tr, c, fl, leaseFor(h, c.Now()), pods, nil); d.CutOff() {
 		t.Fatalf("the new request was cut short by the old one's start: %+v", d)
 	}
 }
@@ -169,12 +170,12 @@ func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 
 	// It keeps renewing and never releases.
 	c.Step(5*time.Second - time.Millisecond)
-	if d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(5*time.Second)), pods, nil); d.cutOff() || d.revoked() != nil {
+	if d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(5*time.Second)), pods, nil); d.CutOff() || d.Revoked() != nil {
 		t.Fatalf("cut off before the grace period ended: %+v", d)
 	}
 	c.Step(time.Millisecond) // +6s: grace over; last renewal observed now
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(6*time.Second)), pods, nil)
-	if !d.cutOff() || d.revoked() != nil || d.granted() != nil || fl.Status.Holder == nil {
+	if !d.CutOff() || d.Revoked() != nil || d.Granted() != nil || fl.Status.Holder == nil {
 		t.Fatalf("want a cut-off (no revocation, no grant yet): %+v", d)
 	}
 
@@ -183,16 +184,16 @@ func TestHandoffTimeoutCutsOffThenRevokesWhenTheLeaseRunsOut(t *testing.T) {
 	cut := cutOffLease(h, t0.Add(6*time.Second))
 	c.Step(10*time.Second - time.Millisecond)
 	d = stepHandoff(tr, c, fl, cut, pods, nil)
-	if d.revoked() != nil || d.granted() != nil || d.requeueAfter != time.Millisecond {
+	if d.Revoked() != nil || d.Granted() != nil || d.RequeueAfter != time.Millisecond {
 		t.Fatalf("granted or revoked before the cut-off holder's lease ran out: %+v", d)
 	}
 	c.Step(time.Millisecond)
 	d = stepHandoff(tr, c, fl, cut, pods, nil)
-	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonHandoffTimeout || d.revoked().PodName != "a" {
-		t.Fatalf("want a revoked for HandoffTimeout, got %+v", d.revoked())
+	if d.Revoked() == nil || d.Revoked().Reason != fencingv1.ReasonHandoffTimeout || d.Revoked().PodName != "a" {
+		t.Fatalf("want a revoked for HandoffTimeout, got %+v", d.Revoked())
 	}
-	if d.granted() == nil || d.granted().PodName != "n" || d.granted().Token != 2 {
-		t.Fatalf("want n granted token 2, got %+v", d.granted())
+	if d.Granted() == nil || d.Granted().PodName != "n" || d.Granted().Token != 2 {
+		t.Fatalf("want n granted token 2, got %+v", d.Granted())
 	}
 }
 
@@ -201,8 +202,8 @@ func TestHandoffGraceRestartsWithTheController(t *testing.T) {
 	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, &pods[2])
 
 	c.Step(4 * time.Second)
-	restarted := newGrantMemory(c)
-	if d := stepHandoff(restarted, c, fl, leaseFor(h, t0.Add(4*time.Second)), pods, nil); d.cutOff() || d.requeueAfter != 5*time.Second {
+	restarted := decision.NewGrantMemory(c)
+	if d := stepHandoff(restarted, c, fl, leaseFor(h, t0.Add(4*time.Second)), pods, nil); d.CutOff() || d.RequeueAfter != 5*time.Second {
 		t.Fatalf("a new controller must give the whole grace period again: %+v", d)
 	}
 }
@@ -214,7 +215,7 @@ func TestDrainingHolderStillExpires(t *testing.T) {
 	stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, &pods[2])
 	c.Step(3*time.Second + time.Millisecond)
 	d := stepHandoff(tr, c, fl, leaseFor(h, t0.Add(time.Millisecond)), pods, nil)
-	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonLeaseExpired || d.granted().PodName != "n" {
+	if d.Revoked() == nil || d.Revoked().Reason != fencingv1.ReasonLeaseExpired || d.Granted().PodName != "n" {
 		t.Fatalf("want LeaseExpired and n granted, got %+v", d)
 	}
 }
@@ -230,7 +231,7 @@ func TestExpiryReason(t *testing.T) {
 		{true, true, fencingv1.ReasonHandoffTimeout},
 		{true, false, fencingv1.ReasonLeaseExpired},
 	} {
-		if got := expiryReason(tc.started, tc.timedOut); got != tc.want {
+		if got := decision.ExpiryReason(tc.started, tc.timedOut); got != tc.want {
 			t.Errorf("expiryReason(%v, %v) = %s, want %s", tc.started, tc.timedOut, got, tc.want)
 		}
 	}

@@ -1,6 +1,10 @@
 package fencedlease
 
-import "k8s.io/utils/clock"
+import (
+	"k8s.io/utils/clock"
+
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
+)
 
 // Memory is what this process observed of the holders — when it last saw each grant's
 // renewal, the revocations it began, the lock-delays it started — kept across the
@@ -13,8 +17,8 @@ import "k8s.io/utils/clock"
 // candidacy's controller uses it at a time: the campaign starts the next once the last
 // one's runnables have returned.
 type Memory struct {
-	grants *grantMemory
+	grants *decision.GrantMemory
 }
 
 // NewMemory is an empty Memory on c, the clock the controller is given (Options.Clock).
-func NewMemory(c clock.PassiveClock) *Memory { return &Memory{grants: newGrantMemory(c)} }
+func NewMemory(c clock.PassiveClock) *Memory { return &Memory{grants: decision.NewGrantMemory(c)} }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
@@ -24,36 +25,36 @@ import (
 // read here, or makes the revocation's compare-and-swap on the Lease fail. So is one the
 // cache has not shown yet: the compare-and-swap carries the version read, so the cache
 // may lag without a holder ever being revoked for a renewal that landed.
-func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, uncached bool) (world, error) {
+func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, uncached bool) (decision.World, error) {
 	p, err := r.beginPass(ctx, fl)
 	if err != nil {
-		return world{}, err
+		return decision.World{}, err
 	}
-	return r.observeSlot(ctx, fl, p.frame(0), uncached)
+	return r.observeSlot(ctx, fl, p.Frame(0), uncached)
 }
 
 // observeSlot is observe for slot s of fl (for a FencedLease with slots, fl is the
 // slot's view): the slot's Lease, its memory, the pods it may see.
-func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, uncached bool) (world, error) {
+func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease, s decision.SlotFrame, uncached bool) (decision.World, error) {
 	key := client.ObjectKeyFromObject(fl)
-	w := world{fl: fl, now: r.clock.Now(), memory: r.grants.read(s.memoryKey(key)), slot: s, recorded: fl.Status.FencingToken}
-	if s.sharded {
-		w.recorded = s.recorded
+	w := decision.World{Fl: fl, Now: r.clock.Now(), Memory: r.grants.Read(s.MemoryKey(key)), Slot: s, Recorded: fl.Status.FencingToken}
+	if s.Sharded {
+		w.Recorded = s.Recorded
 	}
 	var err error
 	// A grant's Lease is read from the API server when the cache misses it: the first
 	// look at a grant is taken with the Lease as it is, as a second look with the Lease's
 	// renewTime would count as a renewal.
 	uncached = uncached || fl.Status.Holder != nil
-	if w.lease, w.leaseUnread, err = r.readLease(ctx, s.leaseKey(fl), uncached); err != nil {
+	if w.Lease, w.LeaseUnread, err = r.readLease(ctx, s.LeaseKey(fl), uncached); err != nil {
 		return w, err
 	}
-	w.pods = s.visible(s.pass.pods) // every slot judges the pods the pass began with
-	if !s.sharded && fl.Status.FencingToken == 0 {
-		w.floor = s.pass.floor
+	w.Pods = s.Visible(s.Pass.Pods) // every slot judges the pods the pass began with
+	if !s.Sharded && fl.Status.FencingToken == 0 {
+		w.Floor = s.Pass.Floor
 	}
-	w.unfitNodes = r.unfitNodes(w.pods)
-	w.record = leaserecord.Read(w.lease)
+	w.UnfitNodes = r.unfitNodes(w.Pods)
+	w.Record = leaserecord.Read(w.Lease)
 	if h := fl.Status.Holder; h != nil {
 		if err := r.observeHolder(ctx, &w, h, s); err != nil {
 			return w, err
@@ -71,49 +72,49 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 // observeHolder reads what judging the grant h the status names needs: this process's
 // record of it and the renewal it sees now, its pod (by UID, wherever its label went), the
 // hand-off's start, and the successor a hand-off would go to.
-func (r *Reconciler) observeHolder(ctx context.Context, w *world, h *fencingv1.Holder, s slotFrame) error {
-	fl, rec := w.fl, w.record
-	w.held = w.memory.of(h.PodUID, h.Token)
-	w.held.renewal = w.held.observe(renewalOn(rec, h), r.clock.Now())
+func (r *Reconciler) observeHolder(ctx context.Context, w *decision.World, h *fencingv1.Holder, s decision.SlotFrame) error {
+	fl, rec := w.Fl, w.Record
+	w.Held = w.Memory.Of(h.PodUID, h.Token)
+	w.Held.Renewal = w.Held.Observe(renewalOn(rec, h), r.clock.Now())
 	// Not among the labeled pods: gone, or still there without its label. Unless this
 	// process handed its grant over already and made its pod follow (X5): then the
 	// status only waits for the next holder's first renewal (deferStatus), and asking
 	// again at every reconcile of that wait would be a read per event for a pod that
 	// is gone. A hand-over to a Warm successor wrote the Lease alone (P1): its old
 	// holder's pod, its label maybe taken off since, is still to be marked.
-	if w.holder = findPod(w.pods, h.PodUID); w.holder == nil && !w.held.revoking.podsFollowed {
+	if w.Holder = decision.FindPod(w.Pods, h.PodUID); w.Holder == nil && !w.Held.Revoking.PodsFollowed {
 		holder, err := r.podByUID(ctx, fl.Namespace, h.PodName, h.PodUID)
 		if err != nil {
 			return err
 		}
 		if holder != nil {
-			w.holder = holder
-			w.unlabeled = append(w.unlabeled, *holder)
+			w.Holder = holder
+			w.Unlabeled = append(w.Unlabeled, *holder)
 		}
 	}
 	if h.Handoff != nil {
 		// The grace period counts from this process's first look at the request.
-		w.handoffSince = cmp.Or(w.held.handoffSince, w.now)
+		w.HandoffSince = cmp.Or(w.Held.HandoffSince, w.Now)
 	} else if fl.DeletionTimestamp == nil {
-		cands := s.mayGrant(notAwaitingW1(fl, grantorder.Candidates(w.pods, &fl.Status, ""))) // only a pod this slot may be granted
-		successor, err := r.successorOf(ctx, &w.held, w.holder, cands)
+		cands := s.MayGrant(decision.NotAwaitingW1(fl, grantorder.Candidates(w.Pods, &fl.Status, ""))) // only a pod this slot may be granted
+		successor, err := r.successorOf(ctx, &w.Held, w.Holder, cands)
 		if err != nil {
 			return err
 		}
-		w.successor = successor
+		w.Successor = successor
 	}
 	return nil
 }
 
 // observeGrantOnLease finds the pod of a grant the Lease records and the status does not
 // yet, among the namespace's pods when its label is gone.
-func (r *Reconciler) observeGrantOnLease(ctx context.Context, w *world) error {
-	rec := w.record
-	if !rec.GrantAbove(w.recorded) {
+func (r *Reconciler) observeGrantOnLease(ctx context.Context, w *decision.World) error {
+	rec := w.Record
+	if !rec.GrantAbove(w.Recorded) {
 		return nil
 	}
-	w.grantedOnLeaseAt = w.memory.of(rec.HolderUID, rec.Token).grantedOnLeaseAt
-	if findPod(w.pods, rec.HolderUID) != nil {
+	w.GrantedOnLeaseAt = w.Memory.Of(rec.HolderUID, rec.Token).GrantedOnLeaseAt
+	if decision.FindPod(w.Pods, rec.HolderUID) != nil {
 		return nil
 	}
 	// A grant the status does not record, its pod not among the labeled ones: found by
@@ -124,28 +125,28 @@ func (r *Reconciler) observeGrantOnLease(ctx context.Context, w *world) error {
 	var p *corev1.Pod
 	var err error
 	if rec.Holder != "" {
-		p, err = r.podByUID(ctx, w.fl.Namespace, rec.Holder, rec.HolderUID)
+		p, err = r.podByUID(ctx, w.Fl.Namespace, rec.Holder, rec.HolderUID)
 	} else {
-		p, err = podWithUID(ctx, r.apiReader, w.fl.Namespace, rec.HolderUID)
+		p, err = podWithUID(ctx, r.apiReader, w.Fl.Namespace, rec.HolderUID)
 	}
 	if err != nil {
 		return err
 	}
 	if p != nil {
-		w.unlabeled = append(w.unlabeled, *p)
+		w.Unlabeled = append(w.Unlabeled, *p)
 	}
 	return nil
 }
 
 // observeLastRevocation: the lock-delay's start, and the pod of a revocation for a
 // removed label, still to be marked.
-func (r *Reconciler) observeLastRevocation(ctx context.Context, w *world) error {
-	fl := w.fl
+func (r *Reconciler) observeLastRevocation(ctx context.Context, w *decision.World) error {
+	fl := w.Fl
 	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {
 		// A lock-delay this process did not begin (it took over since) counts from now.
-		w.delaySince = cmp.Or(w.memory.of(rv.PodUID, rv.Token).delaySince, w.now)
+		w.DelaySince = cmp.Or(w.Memory.Of(rv.PodUID, rv.Token).DelaySince, w.Now)
 	}
-	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved && findPod(w.pods, rv.PodUID) == nil {
+	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved && decision.FindPod(w.Pods, rv.PodUID) == nil {
 		// Finish marking (and deleting) a pod revoked for losing its label: one uncached
 		// read a reconcile, until the next revocation.
 		p, err := r.podByUID(ctx, fl.Namespace, rv.PodName, rv.PodUID)
@@ -153,7 +154,7 @@ func (r *Reconciler) observeLastRevocation(ctx context.Context, w *world) error 
 			return err
 		}
 		if p != nil {
-			w.unlabeled = append(w.unlabeled, *p)
+			w.Unlabeled = append(w.Unlabeled, *p)
 		}
 	}
 	return nil
@@ -184,7 +185,7 @@ func (r *Reconciler) unfitNodes(pods []corev1.Pod) map[string]string {
 // renewal, and it outlives the holder pod: a Warm holder is usually deleted by its own
 // controller before the grant moves on, and the next grant still goes to the newest
 // revision.
-func (r *Reconciler) successorOf(ctx context.Context, g *grantRecord, pod *corev1.Pod, cands []*corev1.Pod) (*corev1.Pod, error) {
+func (r *Reconciler) successorOf(ctx context.Context, g *decision.GrantRecord, pod *corev1.Pod, cands []*corev1.Pod) (*corev1.Pod, error) {
 	if len(cands) == 0 {
 		return nil, nil
 	}
@@ -193,8 +194,8 @@ func (r *Reconciler) successorOf(ctx context.Context, g *grantRecord, pod *corev
 		ids[i] = string(c.UID)
 	}
 	asked := strings.Join(ids, ",")
-	if a := g.newer; a.candidates != "" && (a.candidates == asked || pod == nil) {
-		return findCandidate(cands, a.successor), nil
+	if a := g.Newer; a.Candidates != "" && (a.Candidates == asked || pod == nil) {
+		return decision.FindCandidate(cands, a.Successor), nil
 	}
 	if pod == nil {
 		return nil, nil
@@ -203,9 +204,9 @@ func (r *Reconciler) successorOf(ctx context.Context, g *grantRecord, pod *corev
 	if err != nil {
 		return nil, err
 	}
-	g.newer = newerRevisionAnswer{candidates: asked}
+	g.Newer = decision.NewerRevisionAnswer{Candidates: asked}
 	if next != nil {
-		g.newer.successor = next.UID
+		g.Newer.Successor = next.UID
 	}
 	return next, nil
 }

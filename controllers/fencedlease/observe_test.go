@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // observeStep is one reconcile's observation and decision at the fake clock's time, run
@@ -17,16 +18,16 @@ import (
 // (pods only an uncached read finds, ReplicaSets) from a fake API server, with grant
 // memory tr; decide decides; then the memory is written as after a pass whose status
 // write landed (remember). fl takes the decided status, as the next read would show it.
-func observeStep(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, extra []client.Object) decision {
+func observeStep(tr *decision.GrantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, extra []client.Object) decision.Decision {
 	w := observeWorld(tr, c, fl, lease, pods, extra)
-	d := decide(w)
-	fl.Status = d.status
-	tr.write(slotKey{lease: client.ObjectKeyFromObject(fl)}, remember(w, d, landed{status: true}, c.Now())) // as after the status write
+	d := decision.Decide(w)
+	fl.Status = d.Status
+	tr.Write(decision.SlotKey{Lease: client.ObjectKeyFromObject(fl)}, decision.Remember(w, d, decision.Landed{Status: true}, c.Now())) // as after the status write
 	return d
 }
 
 // observeWorld is Reconciler.observe on a fake API server holding lease, pods and extra.
-func observeWorld(tr *grantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, extra []client.Object) world {
+func observeWorld(tr *decision.GrantMemory, c *clocktesting.FakeClock, fl *fencingv1.FencedLease, lease *coordinationv1.Lease, pods []corev1.Pod, extra []client.Object) decision.World {
 	var objs []client.Object
 	if lease != nil {
 		objs = append(objs, lease.DeepCopy())

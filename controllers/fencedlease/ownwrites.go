@@ -5,13 +5,15 @@ import (
 	"sync"
 	"time"
 
-	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // ownWrites remembers, for a minute, which version of each object (FencedLease, Lease,
@@ -28,7 +30,7 @@ type ownWrites struct {
 	from map[types.UID]patched
 	// leaseCreated: the slots' Leases this controller created, until a reconcile reads
 	// that Lease from the cache.
-	leaseCreated map[slotLease]time.Time
+	leaseCreated map[decision.SlotLease]time.Time
 	lastPrune    time.Time
 }
 
@@ -49,7 +51,7 @@ const versionsKept = 4
 const ownWriteMemory = time.Minute
 
 func newOwnWrites(c clock.PassiveClock) *ownWrites {
-	return &ownWrites{clock: c, from: map[types.UID]patched{}, leaseCreated: map[slotLease]time.Time{}}
+	return &ownWrites{clock: c, from: map[types.UID]patched{}, leaseCreated: map[decision.SlotLease]time.Time{}}
 }
 
 // wroteOver is true when the controller already wrote over version resourceVersion of
@@ -111,7 +113,7 @@ func (o *ownWrites) made(uid types.UID, resourceVersion string) {
 // createdLease records the Lease this controller created for a slot: until the cache
 // shows a Lease there, a reconcile of the slot is behind its own write (it would
 // otherwise create it again, and be refused).
-func (o *ownWrites) createdLease(owner slotLease, lease client.Object) {
+func (o *ownWrites) createdLease(owner decision.SlotLease, lease client.Object) {
 	if o == nil {
 		return
 	}
@@ -159,7 +161,7 @@ func (o *ownWrites) update(uid types.UID, change func(*patched)) {
 
 // leaseNotShown is true while the cache does not show (shown) the Lease this controller
 // created for a slot; once it does, that is forgotten.
-func (o *ownWrites) leaseNotShown(owner slotLease, shown bool) bool {
+func (o *ownWrites) leaseNotShown(owner decision.SlotLease, shown bool) bool {
 	if o == nil {
 		return false
 	}
@@ -177,7 +179,7 @@ func (o *ownWrites) leaseNotShown(owner slotLease, shown bool) bool {
 
 // behind is true when fl, its Lease (nil: none; created for leaseOwner) and its pods were
 // read from a cache that does not show yet one of this controller's own writes.
-func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner slotLease, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
+func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner decision.SlotLease, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
 	if o.wroteOver(fl.UID, fl.ResourceVersion) {
 		return true
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // pass judges every slot of fl in order — slot 0 alone for a FencedLease of one grant —
@@ -37,7 +38,7 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.
 	if err := r.runSlots(ctx, p, judged); err != nil {
 		return ctrl.Result{}, err
 	}
-	if p.finalized {
+	if p.Finalized {
 		return ctrl.Result{}, nil
 	}
 	return res, nil
@@ -46,11 +47,11 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.
 // judgeSlots judges the slots of the pass one after another, each counting on the
 // decisions before it; a slot whose view is behind this controller's own writes is
 // looked at again soon. It stops after a slot that lets the deleted FencedLease go.
-func (r *Reconciler) judgeSlots(ctx context.Context, p *slotPass) ([]*slotRun, ctrl.Result, error) {
+func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass) ([]*slotRun, ctrl.Result, error) {
 	var slots []*slotRun
 	var res ctrl.Result
-	for _, i := range p.indices() {
-		sr, err := r.judgeSlot(ctx, p, p.frame(i))
+	for _, i := range p.Indices() {
+		sr, err := r.judgeSlot(ctx, p, p.Frame(i))
 		if sr != nil {
 			slots = append(slots, sr)
 		}
@@ -61,12 +62,12 @@ func (r *Reconciler) judgeSlots(ctx context.Context, p *slotPass) ([]*slotRun, c
 			// The cache is behind for this slot (its own pods, written by the last pass):
 			// the later slots still judge their holders, but must not take the pod this
 			// one would have.
-			p.skipped = true
-			res = sooner(res, ctrl.Result{RequeueAfter: cacheBehind})
+			p.Skipped = true
+			res = sooner(res, ctrl.Result{RequeueAfter: decision.CacheBehind})
 			continue
 		}
-		res = sooner(res, sr.d.plan.result())
-		if p.finalized {
+		res = sooner(res, resultOf(sr.d.Plan))
+		if p.Finalized {
 			break
 		}
 	}
@@ -76,8 +77,8 @@ func (r *Reconciler) judgeSlots(ctx context.Context, p *slotPass) ([]*slotRun, c
 // runSlots carries out the plans of the judged slots: the writes before the status, at
 // once across slots (their grants in token order), the status, the writes after it, at
 // once, and the finalizer.
-func (r *Reconciler) runSlots(ctx context.Context, p *slotPass, judged []*slotRun) error {
-	assignPods(judged, p.claimed)
+func (r *Reconciler) runSlots(ctx context.Context, p *decision.SlotPass, judged []*slotRun) error {
+	assignPods(judged, p.Claimed)
 	takeTurns(judged)
 	if err := eachSlot(judged, func(sr *slotRun) error { return r.runSteps(ctx, sr, false) }); err != nil {
 		return err
@@ -87,18 +88,18 @@ func (r *Reconciler) runSlots(ctx context.Context, p *slotPass, judged []*slotRu
 	}
 	err := eachSlot(judged, func(sr *slotRun) error {
 		err := r.runSteps(ctx, sr, true)
-		sr.done.all = err == nil && !sr.d.plan.has(releaseFinalizer)
+		sr.done.All = err == nil && !sr.d.Plan.Has(decision.ReleaseFinalizer)
 		return err
 	})
-	if err != nil || !p.finalized {
+	if err != nil || !p.Finalized {
 		return err
 	}
-	done := p.fl.DeepCopy()
+	done := p.Fl.DeepCopy()
 	controllerutil.RemoveFinalizer(done, fencingv1.Finalizer)
 	if err := r.Update(ctx, done); err != nil {
 		return err
 	}
-	judged[len(judged)-1].done.all = true
+	judged[len(judged)-1].done.All = true
 	return nil
 }
 
@@ -107,14 +108,14 @@ func (r *Reconciler) runSlots(ctx context.Context, p *slotPass, judged []*slotRu
 func (r *Reconciler) rememberSlots(fl *fencingv1.FencedLease, slots []*slotRun) {
 	key := client.ObjectKeyFromObject(fl)
 	for _, sr := range slots {
-		r.grants.write(sr.w.slot.memoryKey(key), remember(sr.w, sr.d, sr.done, r.clock.Now()))
+		r.grants.Write(sr.w.Slot.MemoryKey(key), decision.Remember(sr.w, sr.d, sr.done, r.clock.Now()))
 	}
 }
 
 // judgeSlot observes slot s and decides, unless its view is behind this controller's own
 // last writes. nil only when the first look failed.
-func (r *Reconciler) judgeSlot(ctx context.Context, p *slotPass, s slotFrame) (*slotRun, error) {
-	view := p.view(s.index)
+func (r *Reconciler) judgeSlot(ctx context.Context, p *decision.SlotPass, s decision.SlotFrame) (*slotRun, error) {
+	view := p.View(s.Index)
 	w, err := r.observeSlot(ctx, view, s, false)
 	if err != nil {
 		return nil, err
@@ -122,14 +123,14 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *slotPass, s slotFrame) (*
 	sr := &slotRun{w: w}
 	// The slot's pods live in the pass's scratch slice, which the next slot reuses: only
 	// the ones its plan may write are kept (below), as copies.
-	defer func() { sr.w.pods, sr.w.unlabeled, sr.w.holder, sr.w.successor = nil, nil, nil, nil }()
-	if r.ownWrites.behind(w.fl, s.leaseOwner(view), w.lease, w.pods) {
+	defer func() { sr.w.Pods, sr.w.Unlabeled, sr.w.Holder, sr.w.Successor = nil, nil, nil, nil }()
+	if r.ownWrites.behind(w.Fl, s.LeaseOwner(view), w.Lease, w.Pods) {
 		// Deciding on a view older than this controller's own last write would only send
 		// writes bound to fail on their resourceVersion.
 		return sr, nil
 	}
-	d := decide(w)
-	if w.leaseUnread && !d.createsLease() {
+	d := decision.Decide(w)
+	if w.LeaseUnread && !d.CreatesLease() {
 		// The cache shows no Lease, and it holds labeled Leases only: ask the API server
 		// (a Lease someone else created, a tombstone the watch has not brought yet), and
 		// decide again. A grant whose first write is the Lease's creation needs no read:
@@ -138,43 +139,43 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *slotPass, s slotFrame) (*
 		if err != nil {
 			return sr, err // nothing was decided: only the first look is remembered
 		}
-		w, d = again, decide(again)
+		w, d = again, decision.Decide(again)
 	}
 	sr.w, sr.d, sr.judged = w, d, true
-	sr.records = d.plan.has(writeStatus) && !w.unchanged(&d.status)
-	sr.fl = w.fl.DeepCopy()
-	sr.fl.Status = d.status
-	sr.lease = w.lease
+	sr.records = d.Plan.Has(decision.WriteStatus) && !w.Unchanged(&d.Status)
+	sr.fl = w.Fl.DeepCopy()
+	sr.fl.Status = d.Status
+	sr.lease = w.Lease
 	sr.pods = writablePods(w, d)
-	p.decided(s.index, w, d, sr.records)
+	p.Decided(s.Index, w, d, sr.records)
 	return sr, nil
 }
 
 // writePassStatus writes the status the pass projects (slotPass.projected), with the
 // resourceVersion it read, when that changes it: a token is spent only if nobody else
 // wrote in between. Events and metrics follow a successful write only.
-func (r *Reconciler) writePassStatus(ctx context.Context, p *slotPass, slots []*slotRun) error {
-	next := p.projected()
-	if !equality.Semantic.DeepEqual(next.Status, p.fl.Status) && !summaryWaits(slots) {
+func (r *Reconciler) writePassStatus(ctx context.Context, p *decision.SlotPass, slots []*slotRun) error {
+	next := p.Projected()
+	if !equality.Semantic.DeepEqual(next.Status, p.Fl.Status) && !summaryWaits(slots) {
 		from := next.ResourceVersion
 		err := r.Status().Update(ctx, next)
 		r.ownWrites.after(next, from, err)
 		if err != nil {
 			return fmt.Errorf("writing status: %w", err)
 		}
-		p.fl = next
+		p.Fl = next
 		defer r.metrics.setStatus(client.ObjectKeyFromObject(next), next.Status) // after the events' counts
 	}
 	for _, sr := range slots {
-		if !sr.d.plan.has(writeStatus) {
+		if !sr.d.Plan.Has(decision.WriteStatus) {
 			continue
 		}
-		sr.done.status = true
-		sr.fl.ResourceVersion = p.fl.ResourceVersion
+		sr.done.Status = true
+		sr.fl.ResourceVersion = p.Fl.ResourceVersion
 		if sr.records {
 			slot := ""
-			if p.sharded {
-				slot = strconv.Itoa(int(sr.w.slot.index))
+			if p.Sharded {
+				slot = strconv.Itoa(int(sr.w.Slot.Index))
 			}
 			r.emitEvents(ctx, sr.fl, sr.d, slot)
 		}
@@ -212,7 +213,7 @@ func summaryWaits(slots []*slotRun) bool {
 		if sr.records {
 			return false
 		}
-		waits = waits || sr.d.statusWait > 0
+		waits = waits || sr.d.StatusWait > 0
 	}
 	return waits
 }

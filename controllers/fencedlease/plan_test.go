@@ -11,13 +11,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-func kinds(p plan) []stepKind {
-	var out []stepKind
-	for _, s := range p.steps {
-		out = append(out, s.kind)
+func kinds(p decision.Plan) []decision.StepKind {
+	var out []decision.StepKind
+	for _, s := range p.Steps {
+		out = append(out, s.Kind)
 	}
 	return out
 }
@@ -25,18 +26,18 @@ func kinds(p plan) []stepKind {
 // checkOrder fails unless p's steps run in the protocol's order, each at most once, and a
 // finalizer is released only as the last step, on a deleted FencedLease left with no
 // holder (D1).
-func checkOrder(t *testing.T, fl *fencingv1.FencedLease, d decision) {
+func checkOrder(t *testing.T, fl *fencingv1.FencedLease, d decision.Decision) {
 	t.Helper()
-	ks := kinds(d.plan)
+	ks := kinds(d.Plan)
 	if !slices.IsSorted(ks) || len(slices.Compact(slices.Clone(ks))) != len(ks) {
 		t.Fatalf("steps out of order or repeated: %v", ks)
 	}
-	if d.plan.has(releaseFinalizer) && (fl.DeletionTimestamp == nil || d.status.Holder != nil) {
-		t.Fatalf("the finalizer is released with holder %+v (deleting: %v)", d.status.Holder, fl.DeletionTimestamp != nil)
+	if d.Plan.Has(decision.ReleaseFinalizer) && (fl.DeletionTimestamp == nil || d.Status.Holder != nil) {
+		t.Fatalf("the finalizer is released with holder %+v (deleting: %v)", d.Status.Holder, fl.DeletionTimestamp != nil)
 	}
-	for _, s := range d.plan.steps {
-		if s.protocol == "" {
-			t.Fatalf("step %v carries out no protocol step", s.kind)
+	for _, s := range d.Plan.Steps {
+		if s.Protocol == "" {
+			t.Fatalf("step %v carries out no protocol step", s.Kind)
 		}
 	}
 }
@@ -44,7 +45,7 @@ func checkOrder(t *testing.T, fl *fencingv1.FencedLease, d decision) {
 // The plan of each kind of pass: what it writes, in which order, and what it asks next.
 func TestPlanOfEachKindOfPass(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
+	tr := decision.NewGrantMemory(c)
 	fl := newFL(10)
 	cold, warm := pod("a", t0), warmPod("w", t0.Add(time.Second))
 	warm.Status.Phase = corev1.PodRunning
@@ -53,19 +54,19 @@ func TestPlanOfEachKindOfPass(t *testing.T) {
 	// can start; the status and the rest wait for the first renewal (P1, G4).
 	d := step(tr, c, fl, nil, []corev1.Pod{cold, warm})
 	checkOrder(t, fl, d)
-	if want := []stepKind{writeLease, demotePods, promoteHolder}; !slices.Equal(kinds(d.plan), want) {
-		t.Fatalf("grant to a Cold pod: %v, want %v", kinds(d.plan), want)
+	if want := []decision.StepKind{decision.WriteLease, decision.DemotePods, decision.PromoteHolder}; !slices.Equal(kinds(d.Plan), want) {
+		t.Fatalf("grant to a Cold pod: %v, want %v", kinds(d.Plan), want)
 	}
-	if d.plan.requeueAfter != cacheBehind || *d.plan.priority != followUpPriority || d.plan.settles {
-		t.Fatalf("grant to a Cold pod: %+v, want a follow-up", d.plan)
+	if d.Plan.RequeueAfter != decision.CacheBehind || d.Plan.Priority != decision.RequeueFollowUp || d.Plan.Settles {
+		t.Fatalf("grant to a Cold pod: %+v, want a follow-up", d.Plan)
 	}
 
 	// The same for a running Warm standby: it starts on the Lease, so only the Lease now.
 	warmFL := newFL(10)
-	d = step(newGrantMemory(c), c, warmFL, nil, []corev1.Pod{warm})
+	d = step(decision.NewGrantMemory(c), c, warmFL, nil, []corev1.Pod{warm})
 	checkOrder(t, warmFL, d)
-	if want := []stepKind{writeLease}; !slices.Equal(kinds(d.plan), want) {
-		t.Fatalf("grant to a Warm standby: %v, want %v", kinds(d.plan), want)
+	if want := []decision.StepKind{decision.WriteLease}; !slices.Equal(kinds(d.Plan), want) {
+		t.Fatalf("grant to a Warm standby: %v, want %v", kinds(d.Plan), want)
 	}
 
 	// Its first renewal: recorded, and the grant kept settled until its expiry.
@@ -73,21 +74,21 @@ func TestPlanOfEachKindOfPass(t *testing.T) {
 	c.Step(time.Second)
 	d = step(tr, c, fl, leaseFor(h, c.Now()), []corev1.Pod{cold, warm})
 	checkOrder(t, fl, d)
-	if want := []stepKind{writeStatus, writeLease, demotePods, promoteHolder, deleteRevoked}; !slices.Equal(kinds(d.plan), want) {
-		t.Fatalf("first renewal: %v, want %v", kinds(d.plan), want)
+	if want := []decision.StepKind{decision.WriteStatus, decision.WriteLease, decision.DemotePods, decision.PromoteHolder, decision.DeleteRevoked}; !slices.Equal(kinds(d.Plan), want) {
+		t.Fatalf("first renewal: %v, want %v", kinds(d.Plan), want)
 	}
-	if !d.plan.settles || d.plan.requeueAfter != 10*time.Second || *d.plan.priority != normalPriority {
-		t.Fatalf("first renewal: %+v, want settled until the expiry in 10s", d.plan)
+	if !d.Plan.Settles || d.Plan.RequeueAfter != 10*time.Second || d.Plan.Priority != decision.RequeueNormal {
+		t.Fatalf("first renewal: %+v, want settled until the expiry in 10s", d.Plan)
 	}
 
 	// A revoke request: cut off on the Lease first, told, then the status.
 	fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
 	d = step(tr, c, fl, leaseFor(h, c.Now()), []corev1.Pod{cold, warm})
 	checkOrder(t, fl, d)
-	if want := []stepKind{cutLease, tellCutOff, writeStatus, writeLease, demotePods, promoteHolder, deleteRevoked}; !slices.Equal(kinds(d.plan), want) {
-		t.Fatalf("revoke request: %v, want %v", kinds(d.plan), want)
+	if want := []decision.StepKind{decision.CutLease, decision.TellCutOff, decision.WriteStatus, decision.WriteLease, decision.DemotePods, decision.PromoteHolder, decision.DeleteRevoked}; !slices.Equal(kinds(d.Plan), want) {
+		t.Fatalf("revoke request: %v, want %v", kinds(d.Plan), want)
 	}
-	if d.plan.settles {
+	if d.Plan.Settles {
 		t.Fatal("a cut-off holder is settled")
 	}
 
@@ -98,10 +99,10 @@ func TestPlanOfEachKindOfPass(t *testing.T) {
 	leaserecord.CutOff(cut, "") // as revokeOnLease cuts off on request
 	d = step(tr, c, fl.DeepCopy(), cut, []corev1.Pod{cold, warm})
 	checkOrder(t, fl, d)
-	if d.revoked() == nil || d.revoked().Reason != fencingv1.ReasonFencedLeaseDeleted {
-		t.Fatalf("deleted while cut off: revoked %+v, want FencedLeaseDeleted (end %+v)", d.revoked(), d.end)
+	if d.Revoked() == nil || d.Revoked().Reason != fencingv1.ReasonFencedLeaseDeleted {
+		t.Fatalf("deleted while cut off: revoked %+v, want FencedLeaseDeleted (end %+v)", d.Revoked(), d.End)
 	}
-	if ks := kinds(d.plan); ks[len(ks)-1] != releaseFinalizer {
+	if ks := kinds(d.Plan); ks[len(ks)-1] != decision.ReleaseFinalizer {
 		t.Fatalf("deleted, holder revoked: %v, want the finalizer released last", ks)
 	}
 }
@@ -114,8 +115,8 @@ func TestPlanKeepsTheFinalizerWhileAHolderStands(t *testing.T) {
 	idle.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 	d := step(tr, c, idle, leaseFor(h, t0), pods)
 	checkOrder(t, idle, d)
-	if d.plan.has(releaseFinalizer) {
-		t.Fatalf("the finalizer released while the Lease's grant stands: %v (status holder %+v)", kinds(d.plan), d.status.Holder)
+	if d.Plan.Has(decision.ReleaseFinalizer) {
+		t.Fatalf("the finalizer released while the Lease's grant stands: %v (status holder %+v)", kinds(d.Plan), d.Status.Holder)
 	}
 }
 
@@ -125,9 +126,9 @@ func TestPlanNeverWritesAForeignLease(t *testing.T) {
 	fl := newFL(10)
 	foreign := tombstone(3)
 	foreign.Labels = nil
-	d := step(newGrantMemory(c), c, fl, foreign, []corev1.Pod{pod("a", t0)})
+	d := step(decision.NewGrantMemory(c), c, fl, foreign, []corev1.Pod{pod("a", t0)})
 	checkOrder(t, fl, d)
-	if d.plan.has(cutLease) || d.plan.has(writeLease) {
-		t.Fatalf("a foreign Lease is written: %v", kinds(d.plan))
+	if d.Plan.Has(decision.CutLease) || d.Plan.Has(decision.WriteLease) {
+		t.Fatalf("a foreign Lease is written: %v", kinds(d.Plan))
 	}
 }

@@ -11,8 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
-	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // The work queue has two priorities (P1 in doc.go). Judging a grant and moving the Lease
@@ -69,13 +68,13 @@ func (q followUpQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 	q.PriorityQueue.AddWithOpts(o, items...)
 }
 
-// startsOnLease is true when holder h's pod is a Warm standby: running already, it starts
-// on the Lease (G2), so its pod write is follow-up work. A Cold pod starts only when its
-// pod is patched (G3), and a pod not found is taken for Cold.
-func startsOnLease(w world, h *fencingv1.Holder) bool {
-	if h == nil {
-		return false
+// priorityOf is the queue priority of a plan's requeue class.
+func priorityOf(c decision.RequeueClass) *int {
+	switch c {
+	case decision.RequeueNormal:
+		return ptr.To(normalPriority)
+	case decision.RequeueFollowUp:
+		return ptr.To(followUpPriority)
 	}
-	p := findPod(w.pods, h.PodUID)
-	return p != nil && grantorder.Warm(p)
+	return nil
 }

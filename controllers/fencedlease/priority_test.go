@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // P1: the event that only brings back a Lease version the controller's own write made
@@ -36,7 +37,7 @@ func TestEchoesOfOwnWritesQueueAtFollowUpPriority(t *testing.T) {
 	own.made("uid-echo", "8")
 	update(lease("echo", "7"), lease("echo", "8"))       // the hand-over's own write
 	update(lease("renewed", "3"), lease("renewed", "4")) // a holder's renewal
-	own.createdLease(slotLease{owner: "uid-fl"}, lease("created", "5"))
+	own.createdLease(decision.SlotLease{Owner: "uid-fl"}, lease("created", "5"))
 	h.Create(context.Background(), event.CreateEvent{Object: lease("created", "5")}, q)
 
 	got := map[string]int{}

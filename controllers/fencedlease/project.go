@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
@@ -20,11 +21,11 @@ import (
 // syncLease makes the Lease show the status: the holder (G2) or no holder, and
 // always the high-water token, so the Lease outlives the FencedLease as its tombstone.
 // Writes carry the resourceVersion that was read.
-func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, lease *coordinationv1.Lease, last renewal) error {
-	key := s.leaseKey(fl)
+func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s decision.SlotFrame, lease *coordinationv1.Lease, last decision.Renewal) error {
+	key := s.LeaseKey(fl)
 	if lease == nil {
 		// A slot's Lease is made by its first grant: an unused slot needs no tombstone.
-		if fl.Status.Holder == nil && (fl.Status.FencingToken == 0 || s.sharded) {
+		if fl.Status.Holder == nil && (fl.Status.FencingToken == 0 || s.Sharded) {
 			return nil
 		}
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
@@ -40,7 +41,7 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s
 			r.uncached.found(key, true)
 		}
 		if err == nil {
-			r.ownWrites.createdLease(s.leaseOwner(fl), want)
+			r.ownWrites.createdLease(s.LeaseOwner(fl), want)
 		}
 		return err
 	}
@@ -56,11 +57,11 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s
 // always the high-water token — of slot s, for a FencedLease with slots: its holder's,
 // or the last it carried (the counter's high-water is in the status and on the Lease of
 // the slot that granted it).
-func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLeaseStatus, lease *coordinationv1.Lease, last renewal) *coordinationv1.Lease {
+func leaseShowing(fl *fencingv1.FencedLease, s decision.SlotFrame, st *fencingv1.FencedLeaseStatus, lease *coordinationv1.Lease, last decision.Renewal) *coordinationv1.Lease {
 	want := lease.DeepCopy()
 	rec := leaserecord.Read(lease)
 	token := st.FencingToken
-	if s.sharded {
+	if s.Sharded {
 		token = rec.Token
 	}
 	if st.Holder != nil {
@@ -69,13 +70,13 @@ func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLe
 		token = max(st.Holder.Token, rec.Token)
 	}
 	tokenChanges := leaserecord.Own(want, fl.Name, token)
-	if s.sharded {
+	if s.Sharded {
 		// Slot 0's too: a holder learns from the Lease it is granted on that it holds a
 		// slot, and which (leaserecord.Record.InSlots).
-		leaserecord.MarkSlot(want, s.index)
+		leaserecord.MarkSlot(want, s.Index)
 	}
 	switch h := st.Holder; {
-	case h != nil && waitingOutCutOff(rec, fl, h):
+	case h != nil && decision.WaitingOutCutOff(rec, fl, h):
 		// Cut off (hand-off grace period over, or revoke requested): the Lease stays
 		// without a holder, so the holder's renewals are refused until it is revoked.
 	case h != nil && rec.ReleasedBy(h.Token) && rec.HolderUID == h.PodUID:
@@ -83,15 +84,15 @@ func leaseShowing(fl *fencingv1.FencedLease, s slotFrame, st *fencingv1.FencedLe
 		// again; the next pass records the release (L2).
 	case h != nil:
 		g := leaserecord.Grant{Holder: h.PodName, HolderUID: h.PodUID, Token: h.Token, AcquireTime: h.AcquireTime,
-			DurationSeconds: int32(grantDuration(h, fl).Seconds())}
+			DurationSeconds: int32(decision.GrantDuration(h, fl).Seconds())}
 		if h.Handoff != nil {
 			g.Successor = h.Handoff.SuccessorName // read by the holder from its next renewal
 		}
 		var renewedAt *metav1.MicroTime
-		if last.uid == h.PodUID && last.token == h.Token {
+		if last.UID == h.PodUID && last.Token == h.Token {
 			// A repair after someone else rewrote this grant's Lease: never counted as the
 			// holder's renewal.
-			renewedAt = last.renewTime
+			renewedAt = last.RenewTime
 		}
 		leaserecord.WriteGrant(want, g, renewedAt)
 		if tokenChanges {
@@ -119,21 +120,21 @@ func (r *Reconciler) demotePods(ctx context.Context, fl *fencingv1.FencedLease, 
 // promoteHolder gives the holder's pod, when it is among pods and not terminating, its
 // token, state Holding (or Draining), the holder label, and lifts the scheduling gate so
 // it can start (G3), in one write.
-func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, pods []corev1.Pod) error {
+func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLease, s decision.SlotFrame, pods []corev1.Pod) error {
 	h := fl.Status.Holder
 	for i := range pods {
 		if p := &pods[i]; holds(fl, p) && p.DeletionTimestamp == nil {
 			return r.patchPod(ctx, p, func(p *corev1.Pod) {
-				setAnnotation(p, fencingv1.TokenAnnotation, formatToken(h.Token))
+				setAnnotation(p, fencingv1.TokenAnnotation, decision.FormatToken(h.Token))
 				setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(h)))
 				setLabel(p, fencingv1.HolderLabel, "true")
-				if s.sharded {
-					setAnnotation(p, fencingv1.SlotAnnotation, strconv.Itoa(int(s.index)))
-					setLabel(p, fencingv1.SlotLabel, strconv.Itoa(int(s.index)))
+				if s.Sharded {
+					setAnnotation(p, fencingv1.SlotAnnotation, strconv.Itoa(int(s.Index)))
+					setLabel(p, fencingv1.SlotLabel, strconv.Itoa(int(s.Index)))
 				} else {
 					delete(p.Labels, fencingv1.SlotLabel) // a FencedLease that had slots
 				}
-				p.Spec.SchedulingGates = withoutGate(p.Spec.SchedulingGates)
+				p.Spec.SchedulingGates = decision.WithoutGate(p.Spec.SchedulingGates)
 			})
 		}
 	}
@@ -241,14 +242,4 @@ func setLabel(p *corev1.Pod, k, v string) {
 		p.Labels = map[string]string{}
 	}
 	p.Labels[k] = v
-}
-
-func withoutGate(gates []corev1.PodSchedulingGate) []corev1.PodSchedulingGate {
-	var out []corev1.PodSchedulingGate
-	for _, g := range gates {
-		if g.Name != fencingv1.SchedulingGate {
-			out = append(out, g)
-		}
-	}
-	return out
 }

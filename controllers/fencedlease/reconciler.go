@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
 )
 
@@ -26,7 +27,7 @@ type Reconciler struct {
 	memory    *Memory
 	pods      podLister
 	nodes     nodeJudge // nil: every node can take a grant
-	grants    *grantMemory
+	grants    *decision.GrantMemory
 	recovery  *recovery
 	ownWrites *ownWrites
 	uncached  *uncachedLeases

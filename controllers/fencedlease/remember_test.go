@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // A pass remembers what took effect, not what it decided: a hand-off request whose
@@ -19,15 +20,15 @@ func TestRememberAHandoffOnlyOnceItsStatusLanded(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 5)
 	c.Step(time.Second)
 	w := observeWorld(tr, c, fl, leaseFor(h, c.Now()), pods, []client.Object{rolloutOld.DeepCopy(), rolloutNew.DeepCopy()})
-	d := decide(w)
-	if !d.asked() || !d.plan.has(writeStatus) {
-		t.Fatalf("want a hand-off asked in the status write, got %+v", d.end)
+	d := decision.Decide(w)
+	if !d.Asked() || !d.Plan.Has(decision.WriteStatus) {
+		t.Fatalf("want a hand-off asked in the status write, got %+v", d.End)
 	}
-	if g := remember(w, d, landed{}, c.Now()).of(h.PodUID, h.Token); !g.handoffSince.IsZero() {
-		t.Fatalf("a request whose status write failed is remembered as asked at %v", g.handoffSince)
+	if g := decision.Remember(w, d, decision.Landed{}, c.Now()).Of(h.PodUID, h.Token); !g.HandoffSince.IsZero() {
+		t.Fatalf("a request whose status write failed is remembered as asked at %v", g.HandoffSince)
 	}
-	if g := remember(w, d, landed{status: true}, c.Now()).of(h.PodUID, h.Token); !g.handoffSince.Equal(w.now) {
-		t.Fatalf("a request that landed is remembered at %v, want %v", g.handoffSince, w.now)
+	if g := decision.Remember(w, d, decision.Landed{Status: true}, c.Now()).Of(h.PodUID, h.Token); !g.HandoffSince.Equal(w.Now) {
+		t.Fatalf("a request that landed is remembered at %v, want %v", g.HandoffSince, w.Now)
 	}
 }
 
@@ -37,16 +38,16 @@ func TestRememberARevocationOnlyOnceTheLeaseWasCut(t *testing.T) {
 	c, tr, fl, pods, h := grantedToA()
 	c.Step(11 * time.Second)
 	w := observeWorld(tr, c, fl, leaseFor(h, t0), pods, nil)
-	d := decide(w)
-	if d.revoked() == nil || !d.plan.has(cutLease) {
-		t.Fatalf("want a revocation that cuts the Lease first, got %+v", d.end)
+	d := decision.Decide(w)
+	if d.Revoked() == nil || !d.Plan.Has(decision.CutLease) {
+		t.Fatalf("want a revocation that cuts the Lease first, got %+v", d.End)
 	}
-	if g := remember(w, d, landed{}, c.Now()).of(h.PodUID, h.Token); g.revoking.reason != "" {
-		t.Fatalf("a revocation whose compare-and-swap failed is remembered: %+v", g.revoking)
+	if g := decision.Remember(w, d, decision.Landed{}, c.Now()).Of(h.PodUID, h.Token); g.Revoking.Reason != "" {
+		t.Fatalf("a revocation whose compare-and-swap failed is remembered: %+v", g.Revoking)
 	}
-	g := remember(w, d, landed{leaseCut: true}, c.Now()).of(h.PodUID, h.Token)
-	if g.revoking.reason != fencingv1.ReasonStartupDeadlineExceeded || !g.revoking.at.Equal(w.now) || g.revoking.lateness != time.Second {
-		t.Fatalf("the revocation begun on the Lease is remembered as %+v", g.revoking)
+	g := decision.Remember(w, d, decision.Landed{LeaseCut: true}, c.Now()).Of(h.PodUID, h.Token)
+	if g.Revoking.Reason != fencingv1.ReasonStartupDeadlineExceeded || !g.Revoking.At.Equal(w.Now) || g.Revoking.Lateness != time.Second {
+		t.Fatalf("the revocation begun on the Lease is remembered as %+v", g.Revoking)
 	}
 }
 
@@ -54,27 +55,27 @@ func TestRememberARevocationOnlyOnceTheLeaseWasCut(t *testing.T) {
 // records of grants nobody names any more are dropped.
 func TestRememberAGrantOnTheLeaseAndForgetTheRest(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
-	tr := newGrantMemory(c)
-	key := slotKey{lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
-	gone := recall{}.of("uid-gone", 3)
-	gone.renewal = gone.observe(nil, t0)
-	tr.write(key, recall{gone.key(): gone})
+	tr := decision.NewGrantMemory(c)
+	key := decision.SlotKey{Lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
+	gone := decision.Recall{}.Of("uid-gone", 3)
+	gone.Renewal = gone.Observe(nil, t0)
+	tr.Write(key, decision.Recall{gone.Key(): gone})
 	fl := newFL(10)
 	fl.Status.FencingToken = 3
 	w := observeWorld(tr, c, fl, tombstone(3), []corev1.Pod{pod("a", t0)}, nil)
-	d := decide(w)
-	g := d.granted()
-	if g == nil || !d.grantOnLease || d.statusWait == 0 {
+	d := decision.Decide(w)
+	g := d.Granted()
+	if g == nil || !d.GrantOnLease || d.StatusWait == 0 {
 		t.Fatalf("want a grant on the Lease first, got %+v", d)
 	}
-	if out := remember(w, d, landed{}, c.Now()); len(out) != 0 {
+	if out := decision.Remember(w, d, decision.Landed{}, c.Now()); len(out) != 0 {
 		t.Fatalf("nothing landed, yet remembered %+v", out)
 	}
-	out := remember(w, d, landed{lease: true}, c.Now())
-	if at := out.of(g.PodUID, g.Token).grantedOnLeaseAt; !at.Equal(w.now) {
-		t.Fatalf("the grant on the Lease is remembered at %v, want %v", at, w.now)
+	out := decision.Remember(w, d, decision.Landed{Lease: true}, c.Now())
+	if at := out.Of(g.PodUID, g.Token).GrantedOnLeaseAt; !at.Equal(w.Now) {
+		t.Fatalf("the grant on the Lease is remembered at %v, want %v", at, w.Now)
 	}
-	if _, kept := out[gone.key()]; kept || len(out) != 1 {
+	if _, kept := out[gone.Key()]; kept || len(out) != 1 {
 		t.Fatalf("remembered %+v, want only the new grant", out)
 	}
 }

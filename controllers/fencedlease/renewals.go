@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -26,7 +27,7 @@ import (
 // when a pass got to it. Any other Lease event is handled as before.
 type observeRenewals struct {
 	handler.EventHandler
-	grants *grantMemory
+	grants *decision.GrantMemory
 }
 
 func (o observeRenewals) Update(ctx context.Context, evt event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -51,8 +52,8 @@ func (o observeRenewals) recorded(oldObj, newObj any) bool {
 	if !ok || name == "" || rec.Holder == "" || !rec.Renewed() {
 		return false
 	}
-	key := slotKey{types.NamespacedName{Namespace: after.Namespace, Name: name}, rec.Slot}
-	return o.grants.renewedOnEvent(key, rec.HolderUID, rec.Token, rec.RenewTime)
+	key := decision.SlotKey{Lease: types.NamespacedName{Namespace: after.Namespace, Name: name}, Slot: rec.Slot}
+	return o.grants.RenewedOnEvent(key, rec.HolderUID, rec.Token, rec.RenewTime)
 }
 
 // renewalOnly is true when after differs from before in spec.renewTime alone (beside the

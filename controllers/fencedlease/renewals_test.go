@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // renewedLease is the Lease of grant (a-uid, token) renewed at renew seconds after t0.
@@ -33,8 +34,8 @@ func renewedLease(token string, renew int) *coordinationv1.Lease {
 // and queues nothing; every other Lease event queues a pass and records nothing.
 func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	tracker := newGrantMemory(clk)
-	key := slotKey{lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
+	tracker := decision.NewGrantMemory(clk)
+	key := decision.SlotKey{Lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
 	h := observeRenewals{handler.EnqueueRequestsFromMapFunc(byLabel), tracker}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
@@ -52,17 +53,17 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 
 	// pass is a pass's look at grant (a-uid, 7) on the Lease renewed at renew seconds,
 	// remembered as that pass ends: settled or not, asked to hand off or not.
-	pass := func(renew int, settled, handoff bool) renewal {
+	pass := func(renew int, settled, handoff bool) decision.Renewal {
 		t.Helper()
-		c := tracker.read(key)
-		g := c.of("a-uid", 7)
-		g.renewal = g.observe(renewedLease("7", renew).Spec.RenewTime, clk.Now())
-		g.settled, g.handoffSince = settled, time.Time{}
+		c := tracker.Read(key)
+		g := c.Of("a-uid", 7)
+		g.Renewal = g.Observe(renewedLease("7", renew).Spec.RenewTime, clk.Now())
+		g.Settled, g.HandoffSince = settled, time.Time{}
 		if handoff {
-			g.handoffSince = clk.Now()
+			g.HandoffSince = clk.Now()
 		}
-		tracker.write(key, recall{g.key(): g})
-		return g.renewal
+		tracker.Write(key, decision.Recall{g.Key(): g})
+		return g.Renewal
 	}
 
 	pass(1, false, false)
@@ -70,7 +71,7 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 	if !update(renewedLease("7", 1), renewedLease("7", 2)) {
 		t.Fatal("a renewal of a grant no pass has settled queued nothing")
 	}
-	if got := tracker.read(key).of("a-uid", 7).observedAt; !got.Equal(t0) {
+	if got := tracker.Read(key).Of("a-uid", 7).ObservedAt; !got.Equal(t0) {
 		t.Fatalf("an unsettled grant's renewal was recorded on its event (observed at %v)", got)
 	}
 
@@ -79,9 +80,9 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 	if update(renewedLease("7", 1), renewedLease("7", 3)) {
 		t.Fatal("a settled grant's renewal queued a pass")
 	}
-	r := tracker.read(key).of("a-uid", 7).renewal
-	if want := t0.Add(2 * time.Second); !r.observedAt.Equal(want) || !r.seenRenewing {
-		t.Fatalf("the renewal observed at %v (seen renewing %v), want %v on this clock", r.observedAt, r.seenRenewing, want)
+	r := tracker.Read(key).Of("a-uid", 7).Renewal
+	if want := t0.Add(2 * time.Second); !r.ObservedAt.Equal(want) || !r.SeenRenewing {
+		t.Fatalf("the renewal observed at %v (seen renewing %v), want %v on this clock", r.ObservedAt, r.SeenRenewing, want)
 	}
 
 	clk.Step(time.Second)
@@ -99,8 +100,8 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 			t.Errorf("%s queued nothing", name)
 		}
 	}
-	if r := tracker.read(key).of("a-uid", 7); !r.observedAt.Equal(t0.Add(2 * time.Second)) {
-		t.Errorf("an event that was no settled renewal was recorded as one (observed at %v)", r.observedAt)
+	if r := tracker.Read(key).Of("a-uid", 7); !r.ObservedAt.Equal(t0.Add(2 * time.Second)) {
+		t.Errorf("an event that was no settled renewal was recorded as one (observed at %v)", r.ObservedAt)
 	}
 
 	pass(3, false, false) // a pass decided other than to keep it
@@ -117,20 +118,20 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 // (renewedOnEvent) is newer than the pass's own look: the write keeps the event's.
 func TestGrantMemoryKeepsARenewalRecordedDuringAPass(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	m := newGrantMemory(clk)
-	key := slotKey{lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
-	g := recall{}.of("a-uid", 7)
-	g.renewal, g.settled = g.observe(renewedLease("7", 1).Spec.RenewTime, clk.Now()), true
-	m.write(key, recall{g.key(): g})
+	m := decision.NewGrantMemory(clk)
+	key := decision.SlotKey{Lease: types.NamespacedName{Namespace: "ns", Name: "invoices"}}
+	g := decision.Recall{}.Of("a-uid", 7)
+	g.Renewal, g.Settled = g.Observe(renewedLease("7", 1).Spec.RenewTime, clk.Now()), true
+	m.Write(key, decision.Recall{g.Key(): g})
 
-	seen := m.read(key) // a pass begins
+	seen := m.Read(key) // a pass begins
 	clk.Step(time.Second)
-	if !m.renewedOnEvent(key, "a-uid", 7, renewedLease("7", 2).Spec.RenewTime) {
+	if !m.RenewedOnEvent(key, "a-uid", 7, renewedLease("7", 2).Spec.RenewTime) {
 		t.Fatal("a settled grant's renewal was not recorded on its event")
 	}
-	m.write(key, seen) // the pass ends, with what it read
-	if got := m.read(key).of("a-uid", 7); !got.observedAt.Equal(t0.Add(time.Second)) || !got.seenRenewing {
-		t.Fatalf("the pass's write lost the renewal its event recorded: observed at %v", got.observedAt)
+	m.Write(key, seen) // the pass ends, with what it read
+	if got := m.Read(key).Of("a-uid", 7); !got.ObservedAt.Equal(t0.Add(time.Second)) || !got.SeenRenewing {
+		t.Fatalf("the pass's write lost the renewal its event recorded: observed at %v", got.ObservedAt)
 	}
 }
 
@@ -170,33 +171,35 @@ func TestSettled(t *testing.T) {
 	fl := func() *fencingv1.FencedLease {
 		return &fencingv1.FencedLease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "invoices"}}
 	}
-	keeping := func() decision {
+	keeping := func() decision.Decision {
 		first := metav1.NewMicroTime(t0)
-		return decision{end: &transition{kind: keep}, requeueAfter: time.Second,
-			status: fencingv1.FencedLeaseStatus{Holder: &fencingv1.Holder{PodName: "a", PodUID: "a-uid", Token: 7, FirstRenewTime: &first}}}
+		return decision.Decision{End: &decision.Transition{Kind: decision.Keep}, RequeueAfter: time.Second,
+			Status: fencingv1.FencedLeaseStatus{Holder: &fencingv1.Holder{PodName: "a", PodUID: "a-uid", Token: 7, FirstRenewTime: &first}}}
 	}
-	if !grantSettles(fl(), keeping()) {
+	if !decision.GrantSettles(fl(), keeping()) {
 		t.Fatal("a kept grant that renewed is not settled")
 	}
-	for name, change := range map[string]func(*fencingv1.FencedLease, *decision){
-		"not yet renewed":  func(_ *fencingv1.FencedLease, d *decision) { d.status.Holder.FirstRenewTime = nil },
-		"its status waits": func(_ *fencingv1.FencedLease, d *decision) { d.statusWait = time.Second },
-		"asked to hand off": func(_ *fencingv1.FencedLease, d *decision) {
-			d.status.Holder.Handoff = &fencingv1.Handoff{SuccessorName: "b"}
+	for name, change := range map[string]func(*fencingv1.FencedLease, *decision.Decision){
+		"not yet renewed":  func(_ *fencingv1.FencedLease, d *decision.Decision) { d.Status.Holder.FirstRenewTime = nil },
+		"its status waits": func(_ *fencingv1.FencedLease, d *decision.Decision) { d.StatusWait = time.Second },
+		"asked to hand off": func(_ *fencingv1.FencedLease, d *decision.Decision) {
+			d.Status.Holder.Handoff = &fencingv1.Handoff{SuccessorName: "b"}
 		},
-		"cut off":              func(_ *fencingv1.FencedLease, d *decision) { d.end.kind = cutOff },
-		"a grant in this pass": func(_ *fencingv1.FencedLease, d *decision) { d.grant = &transition{kind: grant} },
-		"no timer":             func(_ *fencingv1.FencedLease, d *decision) { d.requeueAfter = 0 },
-		"being deleted": func(f *fencingv1.FencedLease, _ *decision) {
+		"cut off": func(_ *fencingv1.FencedLease, d *decision.Decision) { d.End.Kind = decision.CutOff },
+		"a grant in this pass": func(_ *fencingv1.FencedLease, d *decision.Decision) {
+			d.Grant = &decision.Transition{Kind: decision.Grant}
+		},
+		"no timer": func(_ *fencingv1.FencedLease, d *decision.Decision) { d.RequeueAfter = 0 },
+		"being deleted": func(f *fencingv1.FencedLease, _ *decision.Decision) {
 			f.DeletionTimestamp = &metav1.Time{Time: t0}
 		},
-		"revoke requested": func(f *fencingv1.FencedLease, _ *decision) {
+		"revoke requested": func(f *fencingv1.FencedLease, _ *decision.Decision) {
 			f.Annotations = map[string]string{fencingv1.RevokeAnnotation: "7"}
 		},
 	} {
 		f, d := fl(), keeping()
 		change(f, &d)
-		if grantSettles(f, d) {
+		if decision.GrantSettles(f, d) {
 			t.Errorf("%s: settled", name)
 		}
 	}

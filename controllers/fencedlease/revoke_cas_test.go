@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // afterLeaseRead is a client that runs then right after it captured the Lease
@@ -69,7 +70,7 @@ func newCASFixtureWaiting(t *testing.T, b corev1.Pod) *casFixture {
 	t.Helper()
 	fl := newFL(10)
 	fl.Finalizers = []string{fencingv1.Finalizer}
-	h := &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 1, AcquireTime: *microTime(t0), LeaseDurationSeconds: 10}
+	h := &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 1, AcquireTime: *decision.MicroTime(t0), LeaseDurationSeconds: 10}
 	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 1, Holder: h, Transitions: 1}
 	lease := leaseFor(h, t0)
 	lease.Spec.LeaseDurationSeconds = ptr.To[int32](10)
@@ -93,7 +94,7 @@ func fixtureOf(objs ...client.Object) *casFixture {
 	// The Lease is read through the (cached) client: the hook sits there, and on the
 	// uncached reader for the reads that fall back to it.
 	r := &Reconciler{Client: reader, apiReader: reader, clock: clock, metrics: NewMetrics(prometheus.NewRegistry()), pods: labeledPods{c}}
-	r.grants = newGrantMemory(clock)
+	r.grants = decision.NewGrantMemory(clock)
 	r.uncached = newUncachedLeases()
 	return &casFixture{c: c, clock: clock, r: r, reader: reader}
 }
@@ -130,7 +131,7 @@ func (f *casFixture) renew(t *testing.T) {
 	if err := f.c.Get(context.Background(), key, l); err != nil {
 		t.Fatal(err)
 	}
-	l.Spec.RenewTime = microTime(f.clock.Now().Add(time.Hour)) // the holder's own clock: only the change counts
+	l.Spec.RenewTime = decision.MicroTime(f.clock.Now().Add(time.Hour)) // the holder's own clock: only the change counts
 	if err := f.c.Update(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}

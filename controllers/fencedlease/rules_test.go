@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -18,36 +19,36 @@ import (
 // t0+5s; and the verdict the rule must give.
 type ruleCase struct {
 	name       string
-	mod        func(in *input)
+	mod        func(in *decision.Input)
 	applies    bool
-	kind       transitionKind
+	kind       decision.TransitionKind
 	revocation fencingv1.RevocationReason
 	release    fencingv1.ReleaseReason
 	leaseFirst bool
 	requeue    time.Duration
 }
 
-func ruleInput(c *clocktesting.FakeClock, mod func(*input)) *input {
+func ruleInput(c *clocktesting.FakeClock, mod func(*decision.Input)) *decision.Input {
 	fl := newFL(10)
-	h := &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 1, AcquireTime: *microTime(t0),
-		LeaseDurationSeconds: 10, StartupDeadlineSeconds: 20, FirstRenewTime: microTime(t0)}
+	h := &fencingv1.Holder{PodName: "a", PodUID: "uid-a", Token: 1, AcquireTime: *decision.MicroTime(t0),
+		LeaseDurationSeconds: 10, StartupDeadlineSeconds: 20, FirstRenewTime: decision.MicroTime(t0)}
 	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 1, Holder: h}
 	a := pod("a", t0)
 	lease := leaseFor(h, t0.Add(time.Second))
-	w := world{fl: fl, lease: lease, pods: []corev1.Pod{a}, holder: &a, now: c.Now(),
-		held: grantRecord{renewal: renewal{uid: h.PodUID, token: 1, observedAt: t0, seenRenewing: true}}}
+	w := decision.World{Fl: fl, Lease: lease, Pods: []corev1.Pod{a}, Holder: &a, Now: c.Now(),
+		Held: decision.GrantRecord{Renewal: decision.Renewal{UID: h.PodUID, Token: 1, ObservedAt: t0, SeenRenewing: true}}}
 	if mod != nil {
-		in := &input{world: w, h: h}
+		in := &decision.Input{World: w, H: h}
 		mod(in) // changes the world; classify below derives the rest
-		w, h = in.world, in.h
+		w, h = in.World, in.H
 	}
-	w.record = leaserecord.Read(w.lease)  // as observe decodes it
-	w.recorded = w.fl.Status.FencingToken // as observe takes it, without slots
-	in := classify(w, h)
+	w.Record = leaserecord.Read(w.Lease)  // as observe decodes it
+	w.Recorded = w.Fl.Status.FencingToken // as observe takes it, without slots
+	in := decision.Classify(w, h)
 	return &in
 }
 
-func runRuleTable(t *testing.T, judge func(*input) (transition, bool), cases []ruleCase) {
+func runRuleTable(t *testing.T, judge func(*decision.Input) (decision.Transition, bool), cases []ruleCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,91 +60,95 @@ func runRuleTable(t *testing.T, judge func(*input) (transition, bool), cases []r
 			if !ok {
 				return
 			}
-			if got.kind != tc.kind || got.revocation != tc.revocation || got.release != tc.release || got.leaseFirst != tc.leaseFirst {
+			if got.Kind != tc.kind || got.Revocation != tc.revocation || got.Release != tc.release || got.LeaseFirst != tc.leaseFirst {
 				t.Fatalf("got %s %q/%q leaseFirst=%v, want %s %q/%q leaseFirst=%v",
-					got.kind, got.revocation, got.release, got.leaseFirst, tc.kind, tc.revocation, tc.release, tc.leaseFirst)
+					got.Kind, got.Revocation, got.Release, got.LeaseFirst, tc.kind, tc.revocation, tc.release, tc.leaseFirst)
 			}
-			if tc.requeue != 0 && got.requeueAfter != tc.requeue {
-				t.Fatalf("requeueAfter = %v, want %v", got.requeueAfter, tc.requeue)
+			if tc.requeue != 0 && got.RequeueAfter != tc.requeue {
+				t.Fatalf("requeueAfter = %v, want %v", got.RequeueAfter, tc.requeue)
 			}
 		})
 	}
 }
 
 // Helpers that change the world of ruleInput.
-func cutOffLeaseOf(in *input) {
-	in.lease.Spec.HolderIdentity = nil
-	delete(in.lease.Annotations, fencingv1.HolderUIDAnnotation)
+func cutOffLeaseOf(in *decision.Input) {
+	in.Lease.Spec.HolderIdentity = nil
+	delete(in.Lease.Annotations, fencingv1.HolderUIDAnnotation)
 }
-func neverRenewed(in *input) {
-	in.h.FirstRenewTime = nil
-	in.lease.Spec.RenewTime = in.lease.Spec.AcquireTime.DeepCopy()
+func neverRenewed(in *decision.Input) {
+	in.H.FirstRenewTime = nil
+	in.Lease.Spec.RenewTime = in.Lease.Spec.AcquireTime.DeepCopy()
 }
-func revokeAsked(in *input) {
-	in.fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
+func revokeAsked(in *decision.Input) {
+	in.Fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
 }
-func handoffAsked(grace int32, since time.Time) func(*input) {
-	return func(in *input) {
-		in.h.Handoff = &fencingv1.Handoff{SuccessorName: "n", SuccessorUID: "uid-n", GracePeriodSeconds: grace}
-		in.handoffSince = since
+func handoffAsked(grace int32, since time.Time) func(*decision.Input) {
+	return func(in *decision.Input) {
+		in.H.Handoff = &fencingv1.Handoff{SuccessorName: "n", SuccessorUID: "uid-n", GracePeriodSeconds: grace}
+		in.HandoffSince = since
 	}
 }
-func all(mods ...func(*input)) func(*input) {
-	return func(in *input) {
+func all(mods ...func(*decision.Input)) func(*decision.Input) {
+	return func(in *decision.Input) {
 		for _, m := range mods {
 			m(in)
 		}
 	}
 }
-func at(offset time.Duration) func(*input) { return func(in *input) { in.now = t0.Add(offset) } }
+func at(offset time.Duration) func(*decision.Input) {
+	return func(in *decision.Input) { in.Now = t0.Add(offset) }
+}
 
 func TestRuleForeignLease(t *testing.T) {
-	foreign := func(in *input) { delete(in.lease.Labels, fencingv1.LeaseLabel) }
-	runRuleTable(t, foreignLeaseRule, []ruleCase{
+	foreign := func(in *decision.Input) { delete(in.Lease.Labels, fencingv1.LeaseLabel) }
+	runRuleTable(t, decision.ForeignLeaseRule, []ruleCase{
 		{name: "our Lease", applies: false},
-		{name: "a foreign Lease keeps the grant and looks again", mod: foreign, applies: true, kind: keep, requeue: conflictRecheck},
-		{name: "deletion still revokes", mod: all(foreign, func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }),
-			applies: true, kind: revoke, revocation: fencingv1.ReasonFencedLeaseDeleted},
+		{name: "a foreign Lease keeps the grant and looks again", mod: foreign, applies: true, kind: decision.Keep, requeue: decision.ConflictRecheck},
+		{name: "deletion still revokes", mod: all(foreign, func(in *decision.Input) { in.Fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }),
+			applies: true, kind: decision.Revoke, revocation: fencingv1.ReasonFencedLeaseDeleted},
 	})
 }
 
 func TestRuleFinishAHalfDoneRevocation(t *testing.T) {
-	remembered := func(reason fencingv1.RevocationReason) func(*input) {
-		return func(in *input) { in.held.revoking = pendingRevocation{reason: reason, lateness: time.Second} }
+	remembered := func(reason fencingv1.RevocationReason) func(*decision.Input) {
+		return func(in *decision.Input) {
+			in.Held.Revoking = decision.PendingRevocation{Reason: reason, Lateness: time.Second}
+		}
 	}
-	runRuleTable(t, finishRevocationRule, []ruleCase{
+	runRuleTable(t, decision.FinishRevocationRule, []ruleCase{
 		{name: "the Lease still names the holder", applies: false},
-		{name: "cut off after expiry, after a restart", mod: cutOffLeaseOf, applies: true, kind: revoke, revocation: fencingv1.ReasonLeaseExpired},
+		{name: "cut off after expiry, after a restart", mod: cutOffLeaseOf, applies: true, kind: decision.Revoke, revocation: fencingv1.ReasonLeaseExpired},
 		{name: "cut off before the first renewal, after a restart", mod: all(neverRenewed, cutOffLeaseOf), applies: true,
-			kind: revoke, revocation: fencingv1.ReasonStartupDeadlineExceeded},
+			kind: decision.Revoke, revocation: fencingv1.ReasonStartupDeadlineExceeded},
 		{name: "cut off on a revoke request: waits out the lease", mod: all(revokeAsked, cutOffLeaseOf), applies: false},
 		{name: "cut off after a hand-off: waits out the lease", mod: all(handoffAsked(30, t0), cutOffLeaseOf), applies: false},
 		{name: "cut off for a pod that cannot run, after a restart: waits out the lease", mod: cutOffForCannotRun, applies: false},
 		{name: "the reason this process decided wins", mod: all(handoffAsked(30, t0), cutOffLeaseOf, remembered(fencingv1.ReasonLeaseExpired)),
-			applies: true, kind: revoke, revocation: fencingv1.ReasonLeaseExpired},
+			applies: true, kind: decision.Revoke, revocation: fencingv1.ReasonLeaseExpired},
 		{name: "a remembered revoke request", mod: all(neverRenewed, revokeAsked, cutOffLeaseOf, remembered(fencingv1.ReasonRevokeRequested)),
-			applies: true, kind: revoke, revocation: fencingv1.ReasonRevokeRequested},
+			applies: true, kind: decision.Revoke, revocation: fencingv1.ReasonRevokeRequested},
 	})
 }
 
-func waitingIn(reason string) func(*input) {
-	return func(in *input) {
-		in.holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work",
+func waitingIn(reason string) func(*decision.Input) {
+	return func(in *decision.Input) {
+		in.Holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work",
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "pull failed"}}}}
 	}
 }
-func unschedulableHolder(in *input) {
-	in.holder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+func unschedulableHolder(in *decision.Input) {
+	in.Holder.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 		Reason: corev1.PodReasonUnschedulable, Message: "0/2 nodes are available"}}
 }
-func startupDeadline120(in *input) { in.h.StartupDeadlineSeconds = 120 }
+func startupDeadline120(in *decision.Input) { in.H.StartupDeadlineSeconds = 120 }
 
 // Checks X7.
 func TestRuleCannotStart(t *testing.T) {
 	var cases []ruleCase
 	for _, reason := range []string{"ImagePullBackOff", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "InvalidImageName"} {
 		cases = append(cases,
-			ruleCase{name: reason + " before the first renewal", mod: all(neverRenewed, waitingIn(reason)), applies: true, kind: revoke,
+			ruleCase{name: reason + " before the first renewal", mod: all(neverRenewed, waitingIn(reason)), applies: true, kind: decision.Revoke,
 				revocation: fencingv1.ReasonPodCannotStart, leaseFirst: true},
 			ruleCase{name: reason + " after the first renewal: it ran", mod: waitingIn(reason), applies: false})
 	}
@@ -152,33 +157,33 @@ func TestRuleCannotStart(t *testing.T) {
 	}
 	cases = append(cases,
 		ruleCase{name: "starting normally", mod: neverRenewed, applies: false},
-		ruleCase{name: "phase Failed before the first renewal", mod: all(neverRenewed, func(in *input) { in.holder.Status.Phase = corev1.PodFailed }),
-			applies: true, kind: revoke, revocation: fencingv1.ReasonPodCannotStart, leaseFirst: true},
+		ruleCase{name: "phase Failed before the first renewal", mod: all(neverRenewed, func(in *decision.Input) { in.Holder.Status.Phase = corev1.PodFailed }),
+			applies: true, kind: decision.Revoke, revocation: fencingv1.ReasonPodCannotStart, leaseFirst: true},
 		ruleCase{name: "unschedulable, within the bound", mod: all(neverRenewed, startupDeadline120, unschedulableHolder), applies: false},
-		ruleCase{name: "unschedulable past the bound", mod: all(neverRenewed, startupDeadline120, unschedulableHolder, at(unschedulableBound)),
-			applies: true, kind: revoke, revocation: fencingv1.ReasonPodCannotStart, leaseFirst: true},
-		ruleCase{name: "the pod is gone: a release, not this", mod: all(neverRenewed, func(in *input) { in.holder = nil }), applies: false},
+		ruleCase{name: "unschedulable past the bound", mod: all(neverRenewed, startupDeadline120, unschedulableHolder, at(decision.UnschedulableBound)),
+			applies: true, kind: decision.Revoke, revocation: fencingv1.ReasonPodCannotStart, leaseFirst: true},
+		ruleCase{name: "the pod is gone: a release, not this", mod: all(neverRenewed, func(in *decision.Input) { in.Holder = nil }), applies: false},
 	)
-	runRuleTable(t, cannotStartRule, cases)
+	runRuleTable(t, decision.CannotStartRule, cases)
 
 	c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
-	got, _ := cannotStartRule(ruleInput(c, all(neverRenewed, waitingIn("ImagePullBackOff"))))
-	if want := "container work: ImagePullBackOff: pull failed"; got.message != want {
-		t.Fatalf("message %q, want %q", got.message, want)
+	got, _ := decision.CannotStartRule(ruleInput(c, all(neverRenewed, waitingIn("ImagePullBackOff"))))
+	if want := "container work: ImagePullBackOff: pull failed"; got.Message != want {
+		t.Fatalf("message %q, want %q", got.Message, want)
 	}
 	// An unschedulable holder is looked at again when the bound ends, not at the deadline.
-	keep, _ := keepRule(ruleInput(c, all(neverRenewed, startupDeadline120, unschedulableHolder)))
-	if want := unschedulableBound - 5*time.Second; keep.requeueAfter != want {
-		t.Fatalf("requeueAfter %v, want %v", keep.requeueAfter, want)
+	keep, _ := decision.KeepRule(ruleInput(c, all(neverRenewed, startupDeadline120, unschedulableHolder)))
+	if want := decision.UnschedulableBound - 5*time.Second; keep.RequeueAfter != want {
+		t.Fatalf("requeueAfter %v, want %v", keep.RequeueAfter, want)
 	}
 }
 
-func cutOffForCannotRun(in *input) {
+func cutOffForCannotRun(in *decision.Input) {
 	cutOffLeaseOf(in)
-	in.lease.Annotations[fencingv1.CutOffReasonAnnotation] = string(fencingv1.ReasonPodCannotRun)
+	in.Lease.Annotations[fencingv1.CutOffReasonAnnotation] = string(fencingv1.ReasonPodCannotRun)
 }
-func crashLooped(in *input) {
-	in.holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 2,
+func crashLooped(in *decision.Input) {
+	in.Holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 2,
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}
 }
@@ -188,11 +193,11 @@ func crashLooped(in *input) {
 func TestRuleCannotRun(t *testing.T) {
 	var cases []ruleCase
 	for _, reason := range []string{"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "ImagePullBackOff"} {
-		cases = append(cases, ruleCase{name: reason + " after the first renewal", mod: waitingIn(reason), applies: true, kind: cutOff,
+		cases = append(cases, ruleCase{name: reason + " after the first renewal", mod: waitingIn(reason), applies: true, kind: decision.CutOff,
 			revocation: fencingv1.ReasonPodCannotRun, leaseFirst: true, requeue: 5 * time.Second})
 	}
-	restartedOnce := func(in *input) {
-		in.holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 1,
+	restartedOnce := func(in *decision.Input) {
+		in.Holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 1,
 			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}
 	}
@@ -200,115 +205,115 @@ func TestRuleCannotRun(t *testing.T) {
 		ruleCase{name: "running", applies: false},
 		ruleCase{name: "restarted once and running again keeps the grant", mod: restartedOnce, applies: false},
 		ruleCase{name: "before the first renewal it is cannot start, not this", mod: all(neverRenewed, crashLooped), applies: false},
-		ruleCase{name: "the sidecar crash-loops", mod: func(in *input) {
+		ruleCase{name: "the sidecar crash-loops", mod: func(in *decision.Input) {
 			crashLooped(in)
-			in.holder.Status.InitContainerStatuses, in.holder.Status.ContainerStatuses = in.holder.Status.ContainerStatuses, nil
-		}, applies: true, kind: cutOff, revocation: fencingv1.ReasonPodCannotRun, leaseFirst: true},
-		ruleCase{name: "the pod is gone: a release, not this", mod: func(in *input) { in.holder = nil }, applies: false},
+			in.Holder.Status.InitContainerStatuses, in.Holder.Status.ContainerStatuses = in.Holder.Status.ContainerStatuses, nil
+		}, applies: true, kind: decision.CutOff, revocation: fencingv1.ReasonPodCannotRun, leaseFirst: true},
+		ruleCase{name: "the pod is gone: a release, not this", mod: func(in *decision.Input) { in.Holder = nil }, applies: false},
 	)
-	runRuleTable(t, cannotRunRule, cases)
+	runRuleTable(t, decision.CannotRunRule, cases)
 
 	c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
-	got, _ := cannotRunRule(ruleInput(c, crashLooped))
-	if want := "container work: CrashLoopBackOff: back-off 10s; last exit: Error, code 1, 2 restarts"; got.message != want {
-		t.Fatalf("message %q, want %q", got.message, want)
+	got, _ := decision.CannotRunRule(ruleInput(c, crashLooped))
+	if want := "container work: CrashLoopBackOff: back-off 10s; last exit: Error, code 1, 2 restarts"; got.Message != want {
+		t.Fatalf("message %q, want %q", got.Message, want)
 	}
 }
 
 func TestRuleReleased(t *testing.T) {
-	runRuleTable(t, releasedRule, []ruleCase{
+	runRuleTable(t, decision.ReleasedRule, []ruleCase{
 		{name: "running", applies: false},
-		{name: "pod gone", mod: func(in *input) { in.holder = nil }, applies: true, kind: release, release: fencingv1.ReleasePodDeleted},
-		{name: "pod finished", mod: func(in *input) { in.holder.Status.Phase = corev1.PodSucceeded }, applies: true, kind: release, release: fencingv1.ReleasePodFinished},
-		{name: "the holder cleared its Lease", mod: func(in *input) { in.lease.Spec.HolderIdentity = nil }, applies: true, kind: release, release: fencingv1.ReleaseLeaseReleased},
-		{name: "terminating keeps the grant", mod: func(in *input) { in.holder.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }, applies: false},
+		{name: "pod gone", mod: func(in *decision.Input) { in.Holder = nil }, applies: true, kind: decision.Release, release: fencingv1.ReleasePodDeleted},
+		{name: "pod finished", mod: func(in *decision.Input) { in.Holder.Status.Phase = corev1.PodSucceeded }, applies: true, kind: decision.Release, release: fencingv1.ReleasePodFinished},
+		{name: "the holder cleared its Lease", mod: func(in *decision.Input) { in.Lease.Spec.HolderIdentity = nil }, applies: true, kind: decision.Release, release: fencingv1.ReleaseLeaseReleased},
+		{name: "terminating keeps the grant", mod: func(in *decision.Input) { in.Holder.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }, applies: false},
 		{name: "cut off is not a release", mod: cutOffLeaseOf, applies: false},
 	})
 }
 
 func TestRuleCutOffRunsOut(t *testing.T) {
-	runRuleTable(t, cutOffRunsOutRule, []ruleCase{
+	runRuleTable(t, decision.CutOffRunsOutRule, []ruleCase{
 		{name: "not cut off", applies: false},
-		{name: "lease not run out yet", mod: all(handoffAsked(1, t0), cutOffLeaseOf), applies: true, kind: keep, requeue: 5 * time.Second},
+		{name: "lease not run out yet", mod: all(handoffAsked(1, t0), cutOffLeaseOf), applies: true, kind: decision.Keep, requeue: 5 * time.Second},
 		{name: "hand-off cut-off ran out", mod: all(handoffAsked(1, t0), cutOffLeaseOf, at(10*time.Second)), applies: true,
-			kind: revoke, revocation: fencingv1.ReasonHandoffTimeout},
+			kind: decision.Revoke, revocation: fencingv1.ReasonHandoffTimeout},
 		{name: "revoke request ran out", mod: all(revokeAsked, cutOffLeaseOf, at(10*time.Second)), applies: true,
-			kind: revoke, revocation: fencingv1.ReasonRevokeRequested},
+			kind: decision.Revoke, revocation: fencingv1.ReasonRevokeRequested},
 		{name: "revoke request of a grant that never renewed: at once", mod: all(neverRenewed, revokeAsked, cutOffLeaseOf), applies: true,
-			kind: revoke, revocation: fencingv1.ReasonRevokeRequested},
+			kind: decision.Revoke, revocation: fencingv1.ReasonRevokeRequested},
 		{name: "cut off for a crash loop: waits out the lease", mod: all(crashLooped, cutOffForCannotRun), applies: true,
-			kind: keep, requeue: 5 * time.Second},
+			kind: decision.Keep, requeue: 5 * time.Second},
 		// Between two back-offs the container runs: the Lease, not the pod, says why.
 		{name: "cut off for a crash loop, the container running again: waits out the lease", mod: cutOffForCannotRun, applies: true,
-			kind: keep, requeue: 5 * time.Second},
+			kind: decision.Keep, requeue: 5 * time.Second},
 		{name: "cut off for a crash loop ran out", mod: all(cutOffForCannotRun, at(10*time.Second)), applies: true,
-			kind: revoke, revocation: fencingv1.ReasonPodCannotRun},
+			kind: decision.Revoke, revocation: fencingv1.ReasonPodCannotRun},
 	})
 
 	// Revoked while the container runs again after its back-off: the message still says
 	// how it last ended (measured on real nodes: a 10 s back-off outlasts a 4 s lease).
-	runningAgain := func(in *input) {
-		in.holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 3,
+	runningAgain := func(in *decision.Input) {
+		in.Holder.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", RestartCount: 3,
 			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}}}
 	}
 	c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
-	got, _ := cutOffRunsOutRule(ruleInput(c, all(cutOffForCannotRun, runningAgain, at(10*time.Second))))
-	if want := "container work: restarted; last exit: Error, code 1, 3 restarts"; got.message != want {
-		t.Fatalf("message %q, want %q", got.message, want)
+	got, _ := decision.CutOffRunsOutRule(ruleInput(c, all(cutOffForCannotRun, runningAgain, at(10*time.Second))))
+	if want := "container work: restarted; last exit: Error, code 1, 3 restarts"; got.Message != want {
+		t.Fatalf("message %q, want %q", got.Message, want)
 	}
 }
 
 func TestRuleDeleting(t *testing.T) {
-	runRuleTable(t, deletingRule, []ruleCase{
+	runRuleTable(t, decision.DeletingRule, []ruleCase{
 		{name: "not deleting", applies: false},
-		{name: "deleting", mod: func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }, applies: true,
-			kind: revoke, revocation: fencingv1.ReasonFencedLeaseDeleted},
+		{name: "deleting", mod: func(in *decision.Input) { in.Fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }, applies: true,
+			kind: decision.Revoke, revocation: fencingv1.ReasonFencedLeaseDeleted},
 	})
 }
 
 // Checks A2.
 func TestRuleLabelRemoved(t *testing.T) {
-	runRuleTable(t, labelRemovedRule, []ruleCase{
+	runRuleTable(t, decision.LabelRemovedRule, []ruleCase{
 		{name: "labeled", applies: false},
-		{name: "label removed", mod: func(in *input) { delete(in.holder.Labels, fencingv1.LeaseLabel) }, applies: true,
-			kind: revoke, revocation: fencingv1.ReasonLabelRemoved},
-		{name: "label names another FencedLease", mod: func(in *input) { in.holder.Labels[fencingv1.LeaseLabel] = "other" }, applies: true,
-			kind: revoke, revocation: fencingv1.ReasonLabelRemoved},
+		{name: "label removed", mod: func(in *decision.Input) { delete(in.Holder.Labels, fencingv1.LeaseLabel) }, applies: true,
+			kind: decision.Revoke, revocation: fencingv1.ReasonLabelRemoved},
+		{name: "label names another FencedLease", mod: func(in *decision.Input) { in.Holder.Labels[fencingv1.LeaseLabel] = "other" }, applies: true,
+			kind: decision.Revoke, revocation: fencingv1.ReasonLabelRemoved},
 	})
 }
 
 func TestRuleExpired(t *testing.T) {
-	runRuleTable(t, expiredRule, []ruleCase{
+	runRuleTable(t, decision.ExpiredRule, []ruleCase{
 		{name: "within the lease", applies: false},
-		{name: "a lease after the last observed renewal", mod: at(10 * time.Second), applies: true, kind: revoke,
+		{name: "a lease after the last observed renewal", mod: at(10 * time.Second), applies: true, kind: decision.Revoke,
 			revocation: fencingv1.ReasonLeaseExpired, leaseFirst: true},
 		{name: "never renewed: the startup deadline, not the lease", mod: all(neverRenewed, at(10*time.Second)), applies: false},
-		{name: "never renewed past the startup deadline", mod: all(neverRenewed, at(20*time.Second)), applies: true, kind: revoke,
+		{name: "never renewed past the startup deadline", mod: all(neverRenewed, at(20*time.Second)), applies: true, kind: decision.Revoke,
 			revocation: fencingv1.ReasonStartupDeadlineExceeded, leaseFirst: true},
-		{name: "draining, grace not over", mod: all(handoffAsked(30, t0), at(10*time.Second)), applies: true, kind: revoke,
+		{name: "draining, grace not over", mod: all(handoffAsked(30, t0), at(10*time.Second)), applies: true, kind: decision.Revoke,
 			revocation: fencingv1.ReasonLeaseExpired, leaseFirst: true},
-		{name: "draining, grace over", mod: all(handoffAsked(1, t0), at(10*time.Second)), applies: true, kind: revoke,
+		{name: "draining, grace over", mod: all(handoffAsked(1, t0), at(10*time.Second)), applies: true, kind: decision.Revoke,
 			revocation: fencingv1.ReasonHandoffTimeout, leaseFirst: true},
 	})
 }
 
 func TestRuleRevokeRequested(t *testing.T) {
-	runRuleTable(t, revokeRequestedRule, []ruleCase{
+	runRuleTable(t, decision.RevokeRequestedRule, []ruleCase{
 		{name: "no request", applies: false},
-		{name: "a request for another token", mod: func(in *input) { in.fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "2"} }, applies: false},
-		{name: "started: cut off, revoked when the lease runs out", mod: revokeAsked, applies: true, kind: cutOff,
+		{name: "a request for another token", mod: func(in *decision.Input) { in.Fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "2"} }, applies: false},
+		{name: "started: cut off, revoked when the lease runs out", mod: revokeAsked, applies: true, kind: decision.CutOff,
 			revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true, requeue: 5 * time.Second},
-		{name: "never renewed: revoked at once", mod: all(neverRenewed, revokeAsked), applies: true, kind: revoke,
+		{name: "never renewed: revoked at once", mod: all(neverRenewed, revokeAsked), applies: true, kind: decision.Revoke,
 			revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true},
 	})
 }
 
 func TestRuleHandoffTimeout(t *testing.T) {
-	runRuleTable(t, handoffTimeoutRule, []ruleCase{
+	runRuleTable(t, decision.HandoffTimeoutRule, []ruleCase{
 		{name: "not asked", applies: false},
 		{name: "grace left", mod: handoffAsked(30, t0), applies: false},
-		{name: "grace over: cut off", mod: handoffAsked(5, t0), applies: true, kind: cutOff,
+		{name: "grace over: cut off", mod: handoffAsked(5, t0), applies: true, kind: decision.CutOff,
 			revocation: fencingv1.ReasonHandoffTimeout, leaseFirst: true, requeue: 5 * time.Second},
 	})
 }
@@ -316,14 +321,14 @@ func TestRuleHandoffTimeout(t *testing.T) {
 // Checks H5.
 func TestRuleHandoffWithdrawn(t *testing.T) {
 	n := pod("n", t0)
-	waits := func(in *input) { in.pods = append(in.pods, n) }
-	runRuleTable(t, handoffWithdrawnRule, []ruleCase{
+	waits := func(in *decision.Input) { in.Pods = append(in.Pods, n) }
+	runRuleTable(t, decision.HandoffWithdrawnRule, []ruleCase{
 		{name: "not asked", mod: waits, applies: false},
 		{name: "the successor waits", mod: all(handoffAsked(30, t0), waits), applies: false},
-		{name: "the successor is gone", mod: handoffAsked(30, t0), applies: true, kind: withdrawHandoff, requeue: 5 * time.Second},
-		{name: "the successor is terminating", mod: all(handoffAsked(30, t0), waits, func(in *input) {
-			in.pods[len(in.pods)-1].DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-		}), applies: true, kind: withdrawHandoff, requeue: 5 * time.Second},
+		{name: "the successor is gone", mod: handoffAsked(30, t0), applies: true, kind: decision.WithdrawHandoff, requeue: 5 * time.Second},
+		{name: "the successor is terminating", mod: all(handoffAsked(30, t0), waits, func(in *decision.Input) {
+			in.Pods[len(in.Pods)-1].DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+		}), applies: true, kind: decision.WithdrawHandoff, requeue: 5 * time.Second},
 		// Grace over: the cut-off has begun (or begins now); nothing is withdrawn.
 		{name: "gone after the grace period", mod: handoffAsked(5, t0), applies: false},
 	})
@@ -333,19 +338,19 @@ func TestRuleAskHandoff(t *testing.T) {
 	n, w := pod("n", t0), pod("w", t0)
 	w.Annotations[fencingv1.StandbyAnnotation] = string(fencingv1.StandbyWarm)
 	w.Spec.SchedulingGates = nil
-	runRuleTable(t, askHandoffRule, []ruleCase{
+	runRuleTable(t, decision.AskHandoffRule, []ruleCase{
 		{name: "no successor", applies: false},
-		{name: "a successor waits", mod: func(in *input) { in.successor = &n }, applies: true, kind: askHandoff, requeue: 5 * time.Second},
-		{name: "already asked", mod: all(handoffAsked(30, t0), func(in *input) { in.successor = &n }), applies: false},
-		{name: "a Warm successor is Ready by its own probes: never asked for", mod: func(in *input) { in.successor = &w }, applies: false},
+		{name: "a successor waits", mod: func(in *decision.Input) { in.Successor = &n }, applies: true, kind: decision.AskHandoff, requeue: 5 * time.Second},
+		{name: "already asked", mod: all(handoffAsked(30, t0), func(in *decision.Input) { in.Successor = &n }), applies: false},
+		{name: "a Warm successor is Ready by its own probes: never asked for", mod: func(in *decision.Input) { in.Successor = &w }, applies: false},
 	})
 }
 
 func TestRuleKeep(t *testing.T) {
-	runRuleTable(t, keepRule, []ruleCase{
-		{name: "until the lease could run out", applies: true, kind: keep, requeue: 5 * time.Second},
-		{name: "or the grace period ends", mod: handoffAsked(7, t0.Add(time.Second)), applies: true, kind: keep, requeue: 3 * time.Second},
-		{name: "never renewed: until the startup deadline", mod: neverRenewed, applies: true, kind: keep, requeue: 15 * time.Second},
+	runRuleTable(t, decision.KeepRule, []ruleCase{
+		{name: "until the lease could run out", applies: true, kind: decision.Keep, requeue: 5 * time.Second},
+		{name: "or the grace period ends", mod: handoffAsked(7, t0.Add(time.Second)), applies: true, kind: decision.Keep, requeue: 3 * time.Second},
+		{name: "never renewed: until the startup deadline", mod: neverRenewed, applies: true, kind: decision.Keep, requeue: 15 * time.Second},
 	})
 }
 
@@ -354,33 +359,33 @@ func TestRuleKeep(t *testing.T) {
 func TestHolderRulesFirstMatchWins(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0.Add(5 * time.Second))
 	for _, tc := range []struct {
-		mod  func(*input)
+		mod  func(*decision.Input)
 		rule string
 	}{
 		{nil, "keep"},
 		{at(10 * time.Second), "expired"},
 		// Gone beats expired: a pod that is gone released, whatever the clock says.
-		{all(at(10*time.Second), func(in *input) { in.holder = nil }), "released"},
+		{all(at(10*time.Second), func(in *decision.Input) { in.Holder = nil }), "released"},
 		// A deleted FencedLease revokes before a revoke request cuts off.
-		{all(revokeAsked, func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
+		{all(revokeAsked, func(in *decision.Input) { in.Fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
 		// And before a cut-off holder waits out its lease: deletion lets go of no holder (D1).
-		{all(revokeAsked, cutOffLeaseOf, func(in *input) { in.fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
-		{all(cutOffLeaseOf, func(in *input) { in.holder = nil }), "finish a half-done revocation"},
+		{all(revokeAsked, cutOffLeaseOf, func(in *decision.Input) { in.Fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
+		{all(cutOffLeaseOf, func(in *decision.Input) { in.Holder = nil }), "finish a half-done revocation"},
 		// A pod that failed before it ever renewed could not start: not a release.
-		{all(neverRenewed, func(in *input) { in.holder.Status.Phase = corev1.PodFailed }), "cannot start"},
-		{func(in *input) { in.holder.Status.Phase = corev1.PodFailed }, "released"},
+		{all(neverRenewed, func(in *decision.Input) { in.Holder.Status.Phase = corev1.PodFailed }), "cannot start"},
+		{func(in *decision.Input) { in.Holder.Status.Phase = corev1.PodFailed }, "released"},
 		// A holder that stopped renewing expires; one whose sidecar renews is cut off.
 		{all(crashLooped, at(10*time.Second)), "expired"},
 		{crashLooped, "cannot run"},
 		{all(crashLooped, cutOffForCannotRun), "cut off, waiting out the lease"},
 	} {
 		in := ruleInput(c, tc.mod)
-		got, ok := holderRules.evaluate(in)
-		if !ok || got.ruleName != tc.rule || got.holder.PodName != "a" {
-			t.Errorf("rule %q decided (%v), want %q", got.ruleName, ok, tc.rule)
+		got, ok := decision.HolderRules.Evaluate(in)
+		if !ok || got.RuleName != tc.rule || got.Holder.PodName != "a" {
+			t.Errorf("rule %q decided (%v), want %q", got.RuleName, ok, tc.rule)
 		}
 	}
-	if in := ruleInput(c, nil); in.state != leaserecord.StateRenewed || !in.started {
-		t.Fatalf("the fixture is a renewed grant: %s started=%v", in.state, in.started)
+	if in := ruleInput(c, nil); in.State != leaserecord.StateRenewed || !in.Started {
+		t.Fatalf("the fixture is a renewed grant: %s started=%v", in.State, in.Started)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -21,47 +22,47 @@ import (
 // is the slot's view carrying the decided status.
 func (r *Reconciler) runSteps(ctx context.Context, sr *slotRun, afterStatus bool) error {
 	w, d, fl := sr.w, sr.d, sr.fl
-	statusPlanned := d.plan.has(writeStatus)
+	statusPlanned := d.Plan.Has(decision.WriteStatus)
 	if t := sr.turn; t != nil && !afterStatus {
 		defer t.tell(false) // not landed, unless told so below
 		if !t.wait() {
 			return errGrantBelowFailed
 		}
 	}
-	for _, s := range d.plan.steps {
-		after := statusPlanned && s.kind > writeStatus
-		if s.kind == writeStatus || s.kind == releaseFinalizer || after != afterStatus {
+	for _, s := range d.Plan.Steps {
+		after := statusPlanned && s.Kind > decision.WriteStatus
+		if s.Kind == decision.WriteStatus || s.Kind == decision.ReleaseFinalizer || after != afterStatus {
 			continue
 		}
 		var err error
-		switch s.kind {
-		case cutLease:
-			if sr.lease, err = r.revokeOnLease(ctx, fl, w.slot, d, sr.lease); err != nil {
+		switch s.Kind {
+		case decision.CutLease:
+			if sr.lease, err = r.revokeOnLease(ctx, fl, w.Slot, d, sr.lease); err != nil {
 				err = fmt.Errorf("revoking on the Lease: %w", err)
 			}
-			sr.done.leaseCut = err == nil
-		case tellCutOff:
-			r.tellCutOff(fl, w.fl.Status.Holder, d)
-		case writeLease:
-			if err = r.syncLease(ctx, fl, w.slot, sr.lease, w.held.renewal); err != nil {
+			sr.done.LeaseCut = err == nil
+		case decision.TellCutOff:
+			r.tellCutOff(fl, w.Fl.Status.Holder, d)
+		case decision.WriteLease:
+			if err = r.syncLease(ctx, fl, w.Slot, sr.lease, w.Held.Renewal); err != nil {
 				err = fmt.Errorf("writing Lease: %w", err)
 			}
-			sr.done.lease = err == nil
-		case demoteEnded:
-			if p := findPod(sr.pods, d.end.holder.PodUID); p != nil {
+			sr.done.Lease = err == nil
+		case decision.DemoteEnded:
+			if p := decision.FindPod(sr.pods, d.End.Holder.PodUID); p != nil {
 				err = r.demote(ctx, fl, p)
 			}
-		case demotePods:
+		case decision.DemotePods:
 			err = r.demotePods(ctx, fl, sr.pods)
-		case promoteHolder:
-			err = r.promoteHolder(ctx, fl, w.slot, sr.pods)
-		case deleteRevoked:
+		case decision.PromoteHolder:
+			err = r.promoteHolder(ctx, fl, w.Slot, sr.pods)
+		case decision.DeleteRevoked:
 			err = r.deleteRevokedPods(ctx, fl, sr.pods)
 		}
 		if err != nil {
 			return err
 		}
-		if t := sr.turn; t != nil && s.kind == grantStep(d) {
+		if t := sr.turn; t != nil && s.Kind == decision.GrantStep(d) {
 			t.tell(true)
 		}
 	}
@@ -74,23 +75,23 @@ func (r *Reconciler) runSteps(ctx context.Context, sr *slotRun, afterStatus bool
 // the same write names it (X3 with G2: the hand-over): its token is the status's next,
 // and the Lease is its first record — a status write that fails after it is finished by
 // the next reconcile, which adopts the grant off the Lease (adoptRule).
-func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLease, s slotFrame, d decision, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	if !d.leaseShowsHolder {
+func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLease, s decision.SlotFrame, d decision.Decision, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	if !d.LeaseShowsHolder {
 		return lease, nil // the grant never reached the Lease: nobody could renew it
 	}
 	next := lease.DeepCopy()
-	if d.grant != nil {
-		next = leaseShowing(fl, s, &d.status, lease, renewal{})
+	if d.Grant != nil {
+		next = leaseShowing(fl, s, &d.Status, lease, decision.Renewal{})
 	} else {
 		var reason fencingv1.RevocationReason
-		switch t := d.end; {
-		case t != nil && t.kind == cutOff && t.revocation == fencingv1.ReasonPodCannotRun:
+		switch t := d.End; {
+		case t != nil && t.Kind == decision.CutOff && t.Revocation == fencingv1.ReasonPodCannotRun:
 			// Only the Lease can say why this holder stands cut off (see waitingOutCutOff).
-			reason = t.revocation
-		case t != nil && t.kind == revoke:
+			reason = t.Revocation
+		case t != nil && t.Kind == decision.Revoke:
 			// Revoked here and now (X3): a restart before the status records it (X4) still
 			// finishes it for this reason (finishRevocationRule).
-			reason = t.revocation
+			reason = t.Revocation
 		}
 		leaserecord.CutOff(next, reason)
 	}
@@ -105,9 +106,9 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLeas
 // tellCutOff tells the user of holder h cut off on request or because its pod cannot
 // run (Q2, X9): its renewals are refused from now on, and it is revoked when the lease
 // it last renewed has run out.
-func (r *Reconciler) tellCutOff(fl *fencingv1.FencedLease, h *fencingv1.Holder, d decision) {
-	pod, left := podRef(fl.Namespace, h.PodName, h.PodUID), d.requeueAfter.Round(time.Millisecond)
-	if d.cutOffOnRequest() {
+func (r *Reconciler) tellCutOff(fl *fencingv1.FencedLease, h *fencingv1.Holder, d decision.Decision) {
+	pod, left := podRef(fl.Namespace, h.PodName, h.PodUID), d.RequeueAfter.Round(time.Millisecond)
+	if d.CutOffOnRequest() {
 		r.event(fl, pod, true, corev1.EventTypeWarning, "RevokeRequested", "Revoke",
 			fmt.Sprintf("revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
 				h.Token, h.PodName, fencingv1.RevokeAnnotation, left))
@@ -115,5 +116,5 @@ func (r *Reconciler) tellCutOff(fl *fencingv1.FencedLease, h *fencingv1.Holder, 
 	}
 	r.event(fl, pod, true, corev1.EventTypeWarning, string(fencingv1.ReasonPodCannotRun), "Revoke",
 		fmt.Sprintf("revoking token %d of pod %s: %s; its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
-			h.Token, h.PodName, d.end.message, left))
+			h.Token, h.PodName, d.End.Message, left))
 }

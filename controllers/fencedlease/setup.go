@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/controllers/leadership"
 )
 
@@ -99,7 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.memory != nil {
 		r.grants = r.memory.grants
 	} else {
-		r.grants = newGrantMemory(r.clock)
+		r.grants = decision.NewGrantMemory(r.clock)
 	}
 	r.ownWrites = newOwnWrites(r.clock)
 	r.uncached = newUncachedLeases()

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -27,7 +28,7 @@ func TestASlotsReleasedGrantIsNotAdoptedAgain(t *testing.T) {
 			f.clock.Step(time.Second)
 			f.reconcile(t) // a's release recorded
 			fl := f.fl(t)
-			if h := slotOf(&fl.Status, 0).Holder; h != nil {
+			if h := decision.SlotOf(&fl.Status, 0).Holder; h != nil {
 				t.Fatalf("slot 0 still held after its pod was deleted: %+v", h)
 			}
 			transitions := fl.Status.Transitions
@@ -47,7 +48,7 @@ func TestASlotsReleasedGrantIsNotAdoptedAgain(t *testing.T) {
 				f.clock.Step(700 * time.Millisecond)
 				f.reconcile(t)
 				fl = f.fl(t)
-				if h := slotOf(&fl.Status, 0).Holder; h != nil {
+				if h := decision.SlotOf(&fl.Status, 0).Holder; h != nil {
 					t.Fatalf("slot 0's released grant was recorded again: %+v", h)
 				}
 				if fl.Status.Transitions != transitions {
@@ -65,7 +66,7 @@ func TestASlotsReleasedGrantIsNotAdoptedAgain(t *testing.T) {
 				f.reconcile(t)
 			}
 			fl = f.fl(t)
-			if h := slotOf(&fl.Status, 0).Holder; h == nil || h.PodUID != "uid-a2" || h.Token != 3 {
+			if h := decision.SlotOf(&fl.Status, 0).Holder; h == nil || h.PodUID != "uid-a2" || h.Token != 3 {
 				t.Fatalf("slot 0 is held by %+v, want a's new pod with token 3", h)
 			}
 			if fl.Status.Transitions != fl.Status.FencingToken || fl.Status.FencingToken != 3 {

@@ -8,14 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
 // slotRun is one slot's part of a pass: what it observed and decided, and what of its
 // plan landed.
 type slotRun struct {
-	w world
-	d decision
+	w decision.World
+	d decision.Decision
 	// judged: the slot decided (its view was not behind this controller's own writes).
 	judged bool
 	// turn orders its grant among the slots' that land on their Leases (grantturn.go).
@@ -27,7 +28,7 @@ type slotRun struct {
 	fl    *fencingv1.FencedLease
 	lease *coordinationv1.Lease
 	pods  []corev1.Pod
-	done  landed
+	done  decision.Landed
 }
 
 // takeTurns gives each slot that grants on its Lease its turn, in slot order (the order
@@ -35,7 +36,7 @@ type slotRun struct {
 func takeTurns(slots []*slotRun) {
 	var prev <-chan bool
 	for _, sr := range slots {
-		if !grantsOnLease(sr.w, sr.d) {
+		if !decision.GrantsOnLease(sr.w, sr.d) {
 			continue
 		}
 		done := make(chan bool, 1)
@@ -56,7 +57,7 @@ func assignPods(slots []*slotRun, claimed map[int32][]types.UID) {
 	}
 	given := map[types.UID]bool{}
 	for _, sr := range slots {
-		i := sr.w.slot.index
+		i := sr.w.Slot.Index
 		sr.pods = slices.DeleteFunc(sr.pods, func(pod corev1.Pod) bool {
 			if o, named := owner[pod.UID]; named {
 				return o != i
@@ -74,9 +75,9 @@ func assignPods(slots []*slotRun, claimed map[int32][]types.UID) {
 // holder that was and the one that is, a hand-off's successor, the last revoked), and any
 // still marked holding or revoked, or labeled holder or slot (demoted or deleted). A
 // waiting pod no decision names is never written.
-func writablePods(w world, d decision) []corev1.Pod {
+func writablePods(w decision.World, d decision.Decision) []corev1.Pod {
 	named := map[types.UID]bool{}
-	for _, h := range []*fencingv1.Holder{w.fl.Status.Holder, d.status.Holder} {
+	for _, h := range []*fencingv1.Holder{w.Fl.Status.Holder, d.Status.Holder} {
 		if h != nil {
 			named[h.PodUID] = true
 			if h.Handoff != nil {
@@ -84,11 +85,11 @@ func writablePods(w world, d decision) []corev1.Pod {
 			}
 		}
 	}
-	if rv := d.status.LastRevocation; rv != nil {
+	if rv := d.Status.LastRevocation; rv != nil {
 		named[rv.PodUID] = true
 	}
 	var out []corev1.Pod
-	for _, pods := range [][]corev1.Pod{w.pods, w.unlabeled} {
+	for _, pods := range [][]corev1.Pod{w.Pods, w.Unlabeled} {
 		for i := range pods {
 			if p := &pods[i]; named[p.UID] || markedAsGranted(p) {
 				out = append(out, *p)

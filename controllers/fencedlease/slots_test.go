@@ -11,13 +11,14 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 func slotHolder(pod string, token int64, renewed bool) *fencingv1.Holder {
-	h := &fencingv1.Holder{PodName: pod, PodUID: types.UID("uid-" + pod), Token: token, AcquireTime: *microTime(t0)}
+	h := &fencingv1.Holder{PodName: pod, PodUID: types.UID("uid-" + pod), Token: token, AcquireTime: *decision.MicroTime(t0)}
 	if renewed {
-		h.FirstRenewTime = microTime(t0)
+		h.FirstRenewTime = decision.MicroTime(t0)
 	}
 	return h
 }
@@ -55,23 +56,23 @@ func TestSlotViewOfASingleGrant(t *testing.T) {
 	fl.Spec.Holders = 3
 	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 4, Holder: slotHolder("a", 4, true), Transitions: 4, Revocations: 1,
 		LastRevocation: &fencingv1.Revocation{PodName: "z", PodUID: "uid-z", Token: 3}}
-	v0 := slotView(fl, 0, 0)
+	v0 := decision.SlotView(fl, 0, 0)
 	if v0.Status.Holder == nil || v0.Status.Holder.PodName != "a" || v0.Status.LastRevocation.Token != 3 {
 		t.Fatalf("slot 0 is the single grant: %+v", v0.Status)
 	}
-	v1 := slotView(fl, 1, 9)
+	v1 := decision.SlotView(fl, 1, 9)
 	if v1.Status.Holder != nil || v1.Status.LastRevocation != nil || v1.Status.FencingToken != 9 || v1.Status.Transitions != 4 {
 		t.Fatalf("slot 1 is free, with the counter at the floor: %+v", v1.Status)
 	}
-	if r0, r1 := slotRecorded(&fl.Status, 0), slotRecorded(&fl.Status, 1); r0 != 4 || r1 != 0 {
+	if r0, r1 := decision.SlotRecorded(&fl.Status, 0), decision.SlotRecorded(&fl.Status, 1); r0 != 4 || r1 != 0 {
 		t.Fatalf("recorded tokens: %d, %d", r0, r1)
 	}
 
 	// Slot 1 grants b token 10: the status takes the slots form.
 	v1.Status.Holder = slotHolder("b", 10, false)
 	v1.Status.FencingToken, v1.Status.Transitions = 10, 5
-	st := withSlot(fl, 1, &v1.Status)
-	finishSlots(&st, fl, nil, nil, nil)
+	st := decision.WithSlot(fl, 1, &v1.Status)
+	decision.FinishSlots(&st, fl, nil, nil, nil)
 	if st.Holder != nil || st.LastRevocation != nil {
 		t.Fatalf("status.holder is unset once slots are listed: %+v", st)
 	}
@@ -89,7 +90,7 @@ func TestFinishSlotsListsEachSlotOnce(t *testing.T) {
 	fl := slotsFL(2, fencingv1.Slot{Slot: 3, Holder: slotHolder("d", 4, true)}, fencingv1.Slot{Slot: 0, Holder: slotHolder("a", 1, true)},
 		fencingv1.Slot{Slot: 2})
 	st := fl.Status.DeepCopy()
-	finishSlots(st, fl, nil, nil, nil)
+	decision.FinishSlots(st, fl, nil, nil, nil)
 	var got []int32
 	for _, s := range st.Slots {
 		got = append(got, s.Slot)
@@ -100,7 +101,7 @@ func TestFinishSlotsListsEachSlotOnce(t *testing.T) {
 	if st.Holding != "2/2" {
 		t.Fatalf("holding %q: a draining slot counts as held", st.Holding)
 	}
-	if ix := slotIndices(fl); len(ix) != 3 || ix[2] != 3 {
+	if ix := decision.SlotIndices(fl); len(ix) != 3 || ix[2] != 3 {
 		t.Fatalf("the pass judges 0, 1 and the draining 3: %v", ix)
 	}
 }
@@ -133,7 +134,7 @@ func TestSlotConditions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.fl.Status.DeepCopy()
-			finishSlots(st, tc.fl, tc.pods, nil, nil)
+			decision.FinishSlots(st, tc.fl, tc.pods, nil, nil)
 			held := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld)
 			ready := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady)
 			if held.Status != tc.held || ready.Status != tc.ready || ready.Reason != tc.readyReason || st.Waiting != tc.waitingCounts {
@@ -151,19 +152,19 @@ func TestSlotMayGrant(t *testing.T) {
 	}
 	a, b, c := ordinal("s-0", "0"), ordinal("s-1", "1"), pod("plain", t0)
 	waiting := []*corev1.Pod{b, a, &c}
-	if got := (slotFrame{index: 1}).mayGrant(waiting); len(got) != 3 {
+	if got := (decision.SlotFrame{Index: 1}).MayGrant(waiting); len(got) != 3 {
 		t.Fatalf("Any: every candidate, in order: %d", len(got))
 	}
-	if got := (slotFrame{index: 1, retired: true}).mayGrant(waiting); got != nil {
+	if got := (decision.SlotFrame{Index: 1, Retired: true}).MayGrant(waiting); got != nil {
 		t.Fatalf("a removed slot grants no one: %v", got)
 	}
-	if got := (slotFrame{index: 1, noGrant: true}).mayGrant(waiting); got != nil {
+	if got := (decision.SlotFrame{Index: 1, NoGrant: true}).MayGrant(waiting); got != nil {
 		t.Fatalf("a slot after one the pass could not judge grants no one: %v", got)
 	}
-	if got := (slotFrame{index: 1, ordinal: true}).mayGrant(waiting); len(got) != 1 || got[0] != b {
+	if got := (decision.SlotFrame{Index: 1, Ordinal: true}).MayGrant(waiting); len(got) != 1 || got[0] != b {
 		t.Fatalf("Ordinal: the pod of index 1 alone: %v", got)
 	}
-	if got := (slotFrame{index: 2, ordinal: true}).mayGrant(waiting); len(got) != 0 {
+	if got := (decision.SlotFrame{Index: 2, Ordinal: true}).MayGrant(waiting); len(got) != 0 {
 		t.Fatalf("Ordinal: no pod of index 2: %v", got)
 	}
 }
@@ -174,9 +175,9 @@ func TestOthersOfASlot(t *testing.T) {
 	asked.Handoff = &fencingv1.Handoff{SuccessorName: "s", SuccessorUID: "uid-s"}
 	fl := slotsFL(3, fencingv1.Slot{Slot: 0, Holder: asked},
 		fencingv1.Slot{Slot: 1, LastRevocation: &fencingv1.Revocation{PodName: "r", PodUID: "uid-r", Token: 2}})
-	p := &slotPass{fl: fl, next: fl, onLease: map[int32]leaserecord.Record{2: {Exists: true, Holder: "l", HolderUID: "uid-l", HasHolderUID: true, Token: 3}},
-		claimed: map[int32][]types.UID{1: {"uid-n"}}}
-	others, held := p.othersOf(1)
+	p := &decision.SlotPass{Fl: fl, Next: fl, OnLease: map[int32]leaserecord.Record{2: {Exists: true, Holder: "l", HolderUID: "uid-l", HasHolderUID: true, Token: 3}},
+		Claimed: map[int32][]types.UID{1: {"uid-n"}}}
+	others, held := p.OthersOf(1)
 	for _, uid := range []types.UID{"uid-a", "uid-l", "uid-s"} { // uid-s: slot 0's hand-off successor
 		if !others[uid] {
 			t.Errorf("slot 1 must not see %s", uid)
@@ -188,29 +189,29 @@ func TestOthersOfASlot(t *testing.T) {
 	if !held {
 		t.Errorf("slot 0 has a holder")
 	}
-	if others, _ := p.othersOf(0); !others["uid-r"] || !others["uid-n"] || others["uid-a"] {
+	if others, _ := p.OthersOf(0); !others["uid-r"] || !others["uid-n"] || others["uid-a"] {
 		t.Errorf("slot 0 sees its own holder, not slot 1's pods: %v", others)
 	}
 }
 
 // H6: a removed slot's holder is asked to hand off to no one; raised again, withdrawn (H5).
 func TestSlotRemovedRule(t *testing.T) {
-	retired := func(in *input) { in.slot = slotFrame{index: 2, sharded: true, retired: true} }
-	runRuleTable(t, slotRemovedRule, []ruleCase{
+	retired := func(in *decision.Input) { in.Slot = decision.SlotFrame{Index: 2, Sharded: true, Retired: true} }
+	runRuleTable(t, decision.SlotRemovedRule, []ruleCase{
 		{name: "a slot in use", applies: false},
-		{name: "a removed slot's holder is asked to hand off", mod: retired, applies: true, kind: askHandoff},
+		{name: "a removed slot's holder is asked to hand off", mod: retired, applies: true, kind: decision.AskHandoff},
 		{name: "asked already", mod: all(retired, handoffAsked(30, t0)), applies: false},
 	})
-	removedAsked := func(in *input) {
-		in.h.Handoff = &fencingv1.Handoff{SuccessorName: fencingv1.SlotRemovedSuccessor, GracePeriodSeconds: 30}
-		in.handoffSince = t0
+	removedAsked := func(in *decision.Input) {
+		in.H.Handoff = &fencingv1.Handoff{SuccessorName: fencingv1.SlotRemovedSuccessor, GracePeriodSeconds: 30}
+		in.HandoffSince = t0
 	}
-	runRuleTable(t, handoffWithdrawnRule, []ruleCase{
+	runRuleTable(t, decision.HandoffWithdrawnRule, []ruleCase{
 		{name: "the slot is still removed: the request stands", mod: all(retired, removedAsked), applies: false},
-		{name: "spec.holders raised again: withdrawn", mod: removedAsked, applies: true, kind: withdrawHandoff},
+		{name: "spec.holders raised again: withdrawn", mod: removedAsked, applies: true, kind: decision.WithdrawHandoff},
 	})
 	in := ruleInput(clocktesting.NewFakeClock(t0.Add(5*time.Second)), retired)
-	if tr, _ := slotRemovedRule(in); tr.successor.SuccessorName != fencingv1.SlotRemovedSuccessor || tr.successor.SuccessorUID != "" {
-		t.Fatalf("the request names no successor pod: %+v", tr.successor)
+	if tr, _ := decision.SlotRemovedRule(in); tr.Successor.SuccessorName != fencingv1.SlotRemovedSuccessor || tr.Successor.SuccessorUID != "" {
+		t.Fatalf("the request names no successor pod: %+v", tr.Successor)
 	}
 }

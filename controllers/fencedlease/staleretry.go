@@ -3,6 +3,8 @@ package fencedlease
 import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // newStaleRetries spaces the retries after stale reads (a Conflict, NotFound or
@@ -11,7 +13,7 @@ import (
 // delay an expiry — then one each maxRetryDelay. A write that keeps failing (an object
 // gone for good) costs a pass a second, not fifty; any other outcome of a pass starts over.
 func newStaleRetries() workqueue.TypedRateLimiter[ctrl.Request] {
-	return workqueue.NewTypedItemFastSlowRateLimiter[ctrl.Request](conflictRetry, maxRetryDelay, fastStaleRetries)
+	return workqueue.NewTypedItemFastSlowRateLimiter[ctrl.Request](decision.ConflictRetry, maxRetryDelay, fastStaleRetries)
 }
 
 // fastStaleRetries is how many retries in a row come in conflictRetry (0.2 s in all).

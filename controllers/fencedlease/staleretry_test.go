@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 // notFoundStatus refuses every status write with NotFound: an object the operator keeps
@@ -36,7 +37,7 @@ func TestAPersistentStaleReadBacksOff(t *testing.T) {
 	healthy := f.r.Client
 	f.clock.Step(11 * time.Second)
 	f.reconcile(t) // a expired: handed over to b on the Lease; the status waits
-	f.clock.Step(statusCoalesce)
+	f.clock.Step(decision.StatusCoalesce)
 	f.r.Client = notFoundStatus{healthy} // every status write from now on fails
 	var got []time.Duration
 	for range 13 {
@@ -57,7 +58,7 @@ func TestAPersistentStaleReadBacksOff(t *testing.T) {
 	f.r.Client = notFoundStatus{healthy}
 	f.edit(t, func(fl *fencingv1.FencedLease) { fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "2"} }, false)
 	f.clock.Step(time.Second)
-	if after := f.reconcileFor(t).RequeueAfter; after != conflictRetry {
-		t.Fatalf("the first retry after a pass that went through: %v, want %v", after, conflictRetry)
+	if after := f.reconcileFor(t).RequeueAfter; after != decision.ConflictRetry {
+		t.Fatalf("the first retry after a pass that went through: %v, want %v", after, decision.ConflictRetry)
 	}
 }

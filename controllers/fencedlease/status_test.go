@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
 func TestSetHeldCondition(t *testing.T) {
@@ -49,7 +50,7 @@ func TestSetHeldCondition(t *testing.T) {
 				fl.DeletionTimestamp = ptr.To(metav1.Now())
 			}
 			st := &fencingv1.FencedLeaseStatus{Holder: tc.holder, Waiting: 2, FencingToken: tc.token}
-			setHeldCondition(st, fl, tc.foreign, false)
+			decision.SetHeldCondition(st, fl, tc.foreign, false)
 			c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld)
 			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message || c.ObservedGeneration != 1 {
 				t.Fatalf("got %+v", c)
@@ -93,8 +94,8 @@ func TestSetReadyCondition(t *testing.T) {
 				fl.DeletionTimestamp = ptr.To(metav1.Now())
 			}
 			st := &fencingv1.FencedLeaseStatus{Holder: tc.holder, Waiting: tc.waiting, FencingToken: tc.token}
-			setHeldCondition(st, fl, tc.foreign, false)
-			setReadyCondition(st, fl)
+			decision.SetHeldCondition(st, fl, tc.foreign, false)
+			decision.SetReadyCondition(st, fl)
 			c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady)
 			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 1 {
 				t.Fatalf("got %+v", c)
@@ -120,14 +121,14 @@ func TestEveryHeldReasonHasAReadyVerdict(t *testing.T) {
 	for reason, want := range known {
 		st := &fencingv1.FencedLeaseStatus{Holder: &fencingv1.Holder{PodName: "a", FirstRenewTime: &metav1.MicroTime{}}}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fencingv1.ConditionHeld, Status: metav1.ConditionFalse, Reason: reason, Message: "m"})
-		setReadyCondition(st, newFL(10))
+		decision.SetReadyCondition(st, newFL(10))
 		if got := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady).Status; got != want {
 			t.Errorf("Held %s: Ready %s, want %s", reason, got, want)
 		}
 	}
 	st := &fencingv1.FencedLeaseStatus{}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fencingv1.ConditionHeld, Status: metav1.ConditionFalse, Reason: "SomethingNew", Message: "m"})
-	setReadyCondition(st, newFL(10))
+	decision.SetReadyCondition(st, newFL(10))
 	if c := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != "SomethingNew" {
 		t.Errorf("an unknown Held reason must read as not ready, got %+v", c)
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
@@ -71,11 +72,11 @@ func TestANewerRevisionThatCannotTakeOverNowIsNotPreferred(t *testing.T) {
 	granted := func() string {
 		t.Helper()
 		waiting := grantorder.PassOver(grantorder.Candidates([]corev1.Pod{old, newer}, &fencingv1.FencedLeaseStatus{}, ""), nil)
-		tr, ok := grantRule(world{fl: fl, now: t0.Add(time.Minute), successor: &newer}, &fencingv1.FencedLeaseStatus{FencingToken: 1}, waiting)
+		tr, ok := decision.GrantRule(decision.World{Fl: fl, Now: t0.Add(time.Minute), Successor: &newer}, &fencingv1.FencedLeaseStatus{FencingToken: 1}, waiting)
 		if !ok {
 			t.Fatalf("nobody granted: %+v", tr)
 		}
-		return tr.holder.PodName
+		return tr.Holder.PodName
 	}
 	if got := granted(); got != "old" {
 		t.Fatalf("granted %s, want the running standby old over newer, still pulling", got)

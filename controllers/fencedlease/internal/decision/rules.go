@@ -1,4 +1,4 @@
-package fencedlease
+package decision
 
 import (
 	"time"
@@ -12,55 +12,55 @@ import (
 // transition and true, or false when it does not apply. Rules are pure.
 type rule struct {
 	name    string
-	applies func(in *input) (transition, bool)
+	applies func(in *Input) (Transition, bool)
 }
 
 // chain is a list of rules; the first that applies decides.
 type chain []rule
 
 // evaluate returns the transition of the first rule that applies, named after it.
-func (c chain) evaluate(in *input) (transition, bool) {
+func (c chain) Evaluate(in *Input) (Transition, bool) {
 	for _, r := range c {
 		if t, ok := r.applies(in); ok {
-			t.ruleName = r.name
-			t.holder = *in.h
+			t.RuleName = r.name
+			t.Holder = *in.H
 			return t, true
 		}
 	}
-	return transition{}, false
+	return Transition{}, false
 }
 
 // holderRules judge the grant the status names, in this order (doc.go gives the steps
 // they cite). The last one always applies.
-var holderRules = chain{
-	{"foreign Lease", foreignLeaseRule},
-	{"finish a half-done revocation", finishRevocationRule},
-	{"cannot start", cannotStartRule},
-	{"released", releasedRule},
-	{"deleting", deletingRule},
-	{"cut off, waiting out the lease", cutOffRunsOutRule},
-	{"label removed", labelRemovedRule},
-	{"expired", expiredRule},
-	{"cannot run", cannotRunRule},
-	{"revoke requested", revokeRequestedRule},
-	{"hand-off withdrawn", handoffWithdrawnRule},
-	{"hand-off timeout", handoffTimeoutRule},
-	{"slot removed", slotRemovedRule},
-	{"ask to hand off", askHandoffRule},
-	{"keep", keepRule},
+var HolderRules = chain{
+	{"foreign Lease", ForeignLeaseRule},
+	{"finish a half-done revocation", FinishRevocationRule},
+	{"cannot start", CannotStartRule},
+	{"released", ReleasedRule},
+	{"deleting", DeletingRule},
+	{"cut off, waiting out the lease", CutOffRunsOutRule},
+	{"label removed", LabelRemovedRule},
+	{"expired", ExpiredRule},
+	{"cannot run", CannotRunRule},
+	{"revoke requested", RevokeRequestedRule},
+	{"hand-off withdrawn", HandoffWithdrawnRule},
+	{"hand-off timeout", HandoffTimeoutRule},
+	{"slot removed", SlotRemovedRule},
+	{"ask to hand off", AskHandoffRule},
+	{"keep", KeepRule},
 }
 
 // foreignLeaseRule: a Lease of this name that the operator did not create is never
 // adopted or written (A3). A deleted FencedLease still revokes its holder, so deletion is
 // never blocked; otherwise the grant is kept as the status has it.
-func foreignLeaseRule(in *input) (transition, bool) {
-	if in.state != leaserecord.StateForeign {
-		return transition{}, false
+func ForeignLeaseRule(in *Input) (Transition, bool) {
+	if in.State != leaserecord.StateForeign {
+		return Transition{}, false
 	}
-	if in.fl.DeletionTimestamp != nil {
-		return transition{kind: revoke, revocation: fencingv1.ReasonFencedLeaseDeleted}, true
+	if in.Fl.DeletionTimestamp != nil {
+		return Transition{Kind: Revoke, Revocation: fencingv1.ReasonFencedLeaseDeleted}, true
 	}
-	return transition{kind: keep, requeueAfter: conflictRecheck}, true
+	return Transition{Kind: Keep, RequeueAfter: ConflictRecheck}, true
 }
 
 // finishRevocationRule: the Lease shows this grant cut off (X3 done), or already handed
@@ -70,32 +70,32 @@ func foreignLeaseRule(in *input) (transition, bool) {
 // the Lease, which records the reason of a revocation it cleared; a hand-over (or an
 // older operator's clear) it did not make on purpose (no hand-off asked, no revoke
 // requested) can only be an expiry.
-func finishRevocationRule(in *input) (transition, bool) {
-	if in.state != leaserecord.StateCutOff && !in.handedOver {
-		return transition{}, false
+func FinishRevocationRule(in *Input) (Transition, bool) {
+	if in.State != leaserecord.StateCutOff && !in.handedOver {
+		return Transition{}, false
 	}
-	if p := in.held.revoking; p.reason != "" {
-		return transition{kind: revoke, revocation: p.reason, message: p.message, lateness: p.lateness, at: p.at}, true
+	if p := in.Held.Revoking; p.Reason != "" {
+		return Transition{Kind: Revoke, Revocation: p.Reason, Message: p.message, Lateness: p.Lateness, at: p.At}, true
 	}
-	if reason, ok := revokedOnLease(in.record); ok && in.state == leaserecord.StateCutOff {
-		return transition{kind: revoke, revocation: reason}, true
+	if reason, ok := revokedOnLease(in.Record); ok && in.State == leaserecord.StateCutOff {
+		return Transition{Kind: Revoke, Revocation: reason}, true
 	}
 	if in.handedOver && in.revokeRequested {
-		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
+		return Transition{Kind: Revoke, Revocation: fencingv1.ReasonRevokeRequested}, true
 	}
 	if in.handedOver {
-		return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
+		return Transition{Kind: Revoke, Revocation: ExpiryReason(in.Started, false)}, true
 	}
-	if waitingOutCutOff(in.record, in.fl, in.h) {
-		if in.holder != nil && grantorder.PodState(in.holder) == fencingv1.PodRevoked && endedOnPod(in.holder, in.h.Token) {
+	if WaitingOutCutOff(in.Record, in.Fl, in.H) {
+		if in.Holder != nil && grantorder.PodState(in.Holder) == fencingv1.PodRevoked && endedOnPod(in.Holder, in.H.Token) {
 			// Its revocation was decided before a crash: the pod is marked (X5). Finish it
 			// now; waiting the lease out again would mark the pod Holding again. (A pod
 			// marked Released is gone or finished: releasedRule judges it again.)
 			return cutOffRevocation(in), true
 		}
-		return transition{}, false // cut off on purpose (C1): cutOffRunsOutRule
+		return Transition{}, false // cut off on purpose (C1): cutOffRunsOutRule
 	}
-	return transition{kind: revoke, revocation: expiryReason(in.started, false)}, true
+	return Transition{Kind: Revoke, Revocation: ExpiryReason(in.Started, false)}, true
 }
 
 // revokedOnLease is the reason of a revocation the Lease records as done (X3: written with
@@ -116,85 +116,85 @@ func revokedOnLease(rec leaserecord.Record) (fencingv1.RevocationReason, bool) {
 // Failed, or unschedulable for unschedulableBound (X7). Waiting out the startup deadline
 // would only keep the next candidate waiting: revoke now. A renewal sent meanwhile would
 // make the pod started, so the Lease is cleared first and such a renewal wins.
-func cannotStartRule(in *input) (transition, bool) {
+func CannotStartRule(in *Input) (Transition, bool) {
 	if in.cannotStart == "" {
-		return transition{}, false
+		return Transition{}, false
 	}
-	return transition{kind: revoke, revocation: fencingv1.ReasonPodCannotStart, message: in.cannotStart, leaseFirst: true}, true
+	return Transition{Kind: Revoke, Revocation: fencingv1.ReasonPodCannotStart, Message: in.cannotStart, LeaseFirst: true}, true
 }
 
 // releasedRule: the holder pod finished or is gone, or the holder cleared holderIdentity
 // on its own Lease (L1, L2). A terminating pod keeps its grant until it is gone: its
 // containers may still run.
-func releasedRule(in *input) (transition, bool) {
+func ReleasedRule(in *Input) (Transition, bool) {
 	var reason fencingv1.ReleaseReason
-	switch pod := in.holder; {
+	switch pod := in.Holder; {
 	case pod == nil:
 		reason = fencingv1.ReleasePodDeleted
 	case grantorder.Finished(pod):
 		reason = fencingv1.ReleasePodFinished
-	case in.state == leaserecord.StateReleased:
+	case in.State == leaserecord.StateReleased:
 		reason = fencingv1.ReleaseLeaseReleased
 	default:
-		return transition{}, false
+		return Transition{}, false
 	}
-	return transition{kind: release, release: reason}, true
+	return Transition{Kind: Release, Release: reason}, true
 }
 
 // cutOffRunsOutRule: the holder stands cut off (C1: a hand-off grace period ended, or a
 // revoke was requested). It is revoked once the lease it last renewed has run out, so a
 // holder that keeps its own deadline has stopped by then (C2) — or at once when it never
 // renewed: it never ran.
-func cutOffRunsOutRule(in *input) (transition, bool) {
+func CutOffRunsOutRule(in *Input) (Transition, bool) {
 	switch {
-	case in.state != leaserecord.StateCutOff:
-		return transition{}, false
-	case in.revokeRequested && !in.started:
-		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}, true
+	case in.State != leaserecord.StateCutOff:
+		return Transition{}, false
+	case in.revokeRequested && !in.Started:
+		return Transition{Kind: Revoke, Revocation: fencingv1.ReasonRevokeRequested}, true
 	case in.left > 0:
-		return transition{kind: keep, requeueAfter: in.left}, true
+		return Transition{Kind: Keep, RequeueAfter: in.left}, true
 	}
 	return cutOffRevocation(in), true
 }
 
 // cutOffRevocation is the revocation of a holder cut off on purpose, for the reason it
 // was cut off for.
-func cutOffRevocation(in *input) transition {
+func cutOffRevocation(in *Input) Transition {
 	switch {
 	case in.revokeRequested:
-		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested}
-	case cutOffFor(in.record, fencingv1.ReasonPodCannotRun):
-		return transition{kind: revoke, revocation: fencingv1.ReasonPodCannotRun, message: cannotRunMessage(in)}
+		return Transition{Kind: Revoke, Revocation: fencingv1.ReasonRevokeRequested}
+	case cutOffFor(in.Record, fencingv1.ReasonPodCannotRun):
+		return Transition{Kind: Revoke, Revocation: fencingv1.ReasonPodCannotRun, Message: cannotRunMessage(in)}
 	}
-	return transition{kind: revoke, revocation: expiryReason(in.started, true)}
+	return Transition{Kind: Revoke, Revocation: ExpiryReason(in.Started, true)}
 }
 
 // deletingRule: a FencedLease being deleted revokes its holder (D1) — one standing cut
 // off too, at once as any holder: the finalizer goes only once no holder remains.
-func deletingRule(in *input) (transition, bool) {
-	if in.fl.DeletionTimestamp == nil {
-		return transition{}, false
+func DeletingRule(in *Input) (Transition, bool) {
+	if in.Fl.DeletionTimestamp == nil {
+		return Transition{}, false
 	}
-	return transition{kind: revoke, revocation: fencingv1.ReasonFencedLeaseDeleted}, true
+	return Transition{Kind: Revoke, Revocation: fencingv1.ReasonFencedLeaseDeleted}, true
 }
 
 // labelRemovedRule: the holder pod is still there, maybe running, without the label that
 // made it a candidate: not a release. Revoke it (A2).
-func labelRemovedRule(in *input) (transition, bool) {
-	if in.holder.Labels[fencingv1.LeaseLabel] == in.fl.Name {
-		return transition{}, false
+func LabelRemovedRule(in *Input) (Transition, bool) {
+	if in.Holder.Labels[fencingv1.LeaseLabel] == in.Fl.Name {
+		return Transition{}, false
 	}
-	return transition{kind: revoke, revocation: fencingv1.ReasonLabelRemoved}, true
+	return Transition{Kind: Revoke, Revocation: fencingv1.ReasonLabelRemoved}, true
 }
 
 // expiredRule: no renewal observed for the grant's limit — the startup deadline until it
 // first renewed, its lease duration after (X2). The Lease is cleared first (X3).
-func expiredRule(in *input) (transition, bool) {
+func ExpiredRule(in *Input) (Transition, bool) {
 	if in.left > 0 {
-		return transition{}, false
+		return Transition{}, false
 	}
-	return transition{kind: revoke, leaseFirst: true, lateness: lateBy(in.world, in.limit, -in.left),
-		revocation: expiryReason(in.started, in.h.Handoff != nil && in.graceLeft <= 0)}, true
+	return Transition{Kind: Revoke, LeaseFirst: true, Lateness: lateBy(in.World, in.limit, -in.left),
+		Revocation: ExpiryReason(in.Started, in.H.Handoff != nil && in.graceLeft <= 0)}, true
 }
 
 // cannotRunRule: after its first renewal, a container of the holder pod reports that it
@@ -203,16 +203,16 @@ func expiredRule(in *input) (transition, bool) {
 // the lease to run out would keep a grant that does no work for as long as the sidecar
 // lives: cut it off now (C1, the Lease records why) and revoke it as PodCannotRun when
 // its lease has run out (C2).
-func cannotRunRule(in *input) (transition, bool) {
+func CannotRunRule(in *Input) (Transition, bool) {
 	if in.cannotRun == "" {
-		return transition{}, false
+		return Transition{}, false
 	}
-	return transition{kind: cutOff, revocation: fencingv1.ReasonPodCannotRun, message: in.cannotRun, leaseFirst: true, requeueAfter: in.left}, true
+	return Transition{Kind: CutOff, Revocation: fencingv1.ReasonPodCannotRun, Message: in.cannotRun, LeaseFirst: true, RequeueAfter: in.left}, true
 }
 
 // cannotRunMessage is what the holder pod reports now, or — its container restarted again
 // after a back-off — how that container last ended.
-func cannotRunMessage(in *input) string {
+func cannotRunMessage(in *Input) string {
 	switch {
 	case in.cannotRun != "":
 		return in.cannotRun
@@ -226,52 +226,52 @@ func cannotRunMessage(in *input) string {
 // never renewed never ran, and the compare-and-swap refuses the first renewal it may be
 // sending: revoke at once. Otherwise cut it off now (Q2) and revoke when its lease has run
 // out (C2).
-func revokeRequestedRule(in *input) (transition, bool) {
+func RevokeRequestedRule(in *Input) (Transition, bool) {
 	switch {
 	case !in.revokeRequested:
-		return transition{}, false
-	case !in.started:
-		return transition{kind: revoke, revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true}, true
+		return Transition{}, false
+	case !in.Started:
+		return Transition{Kind: Revoke, Revocation: fencingv1.ReasonRevokeRequested, LeaseFirst: true}, true
 	}
-	return transition{kind: cutOff, revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true, requeueAfter: in.left}, true
+	return Transition{Kind: CutOff, Revocation: fencingv1.ReasonRevokeRequested, LeaseFirst: true, RequeueAfter: in.left}, true
 }
 
 // handoffTimeoutRule: asked to hand off, the holder did not release within the grace
 // period: cut it off (H3, C1).
-func handoffTimeoutRule(in *input) (transition, bool) {
-	if in.h.Handoff == nil || in.graceLeft > 0 {
-		return transition{}, false
+func HandoffTimeoutRule(in *Input) (Transition, bool) {
+	if in.H.Handoff == nil || in.graceLeft > 0 {
+		return Transition{}, false
 	}
-	return transition{kind: cutOff, revocation: fencingv1.ReasonHandoffTimeout, leaseFirst: true, requeueAfter: in.left}, true
+	return Transition{Kind: CutOff, Revocation: fencingv1.ReasonHandoffTimeout, LeaseFirst: true, RequeueAfter: in.left}, true
 }
 
 // handoffWithdrawnRule: the successor a hand-off named no longer waits — deleted by a
 // rollback or a user — before the holder released or the grace period ended: the request
 // is withdrawn, and the holder keeps its grant (H5) instead of being cut off for a
 // successor that will never come. A newer one, if one waits, is asked for anew.
-func handoffWithdrawnRule(in *input) (transition, bool) {
-	if in.h.Handoff == nil || in.graceLeft <= 0 {
-		return transition{}, false
+func HandoffWithdrawnRule(in *Input) (Transition, bool) {
+	if in.H.Handoff == nil || in.graceLeft <= 0 {
+		return Transition{}, false
 	}
-	if removed := in.h.Handoff.SuccessorUID == ""; removed && in.slot.retired || !removed && successorWaits(in.pods, in.h.Handoff.SuccessorUID) {
-		return transition{}, false // its slot was removed and still is, or its successor waits
+	if removed := in.H.Handoff.SuccessorUID == ""; removed && in.Slot.Retired || !removed && successorWaits(in.Pods, in.H.Handoff.SuccessorUID) {
+		return Transition{}, false // its slot was removed and still is, or its successor waits
 	}
-	return transition{kind: withdrawHandoff, requeueAfter: in.left}, true
+	return Transition{Kind: WithdrawHandoff, RequeueAfter: in.left}, true
 }
 
 // slotRemovedRule: lowering spec.holders removed the holder's slot: ask it to hand off
 // (H1) with no successor — none follows in this slot — so it releases at a safe point
 // within the grace period, or is cut off when that ends (H3). Raising spec.holders again
 // before then withdraws the request (H5).
-func slotRemovedRule(in *input) (transition, bool) {
-	if !in.slot.retired || in.h.Handoff != nil {
-		return transition{}, false
+func SlotRemovedRule(in *Input) (Transition, bool) {
+	if !in.Slot.Retired || in.H.Handoff != nil {
+		return Transition{}, false
 	}
-	grace := time.Duration(specHandoffSeconds(in.fl)) * time.Second
-	return transition{kind: askHandoff, requeueAfter: min(in.left, grace), successor: &fencingv1.Handoff{
+	grace := time.Duration(specHandoffSeconds(in.Fl)) * time.Second
+	return Transition{Kind: AskHandoff, RequeueAfter: min(in.left, grace), Successor: &fencingv1.Handoff{
 		SuccessorName:      fencingv1.SlotRemovedSuccessor,
-		RequestTime:        *microTime(in.now),
-		GracePeriodSeconds: specHandoffSeconds(in.fl),
+		RequestTime:        *MicroTime(in.Now),
+		GracePeriodSeconds: specHandoffSeconds(in.Fl),
 	}}, true
 }
 
@@ -283,34 +283,34 @@ func slotRemovedRule(in *input) (transition, bool) {
 // for: it is scheduled and Ready by its own probes, so the rollout goes on and the
 // workload controller ends the holder itself; the next grant goes to that successor all
 // the same (H4).
-func askHandoffRule(in *input) (transition, bool) {
-	if in.h.Handoff != nil || in.successor == nil || grantorder.Warm(in.successor) || !in.started {
-		return transition{}, false
+func AskHandoffRule(in *Input) (Transition, bool) {
+	if in.H.Handoff != nil || in.Successor == nil || grantorder.Warm(in.Successor) || !in.Started {
+		return Transition{}, false
 	}
-	grace := time.Duration(specHandoffSeconds(in.fl)) * time.Second
-	return transition{kind: askHandoff, requeueAfter: min(in.left, grace), successor: &fencingv1.Handoff{
-		SuccessorName:      in.successor.Name,
-		SuccessorUID:       in.successor.UID,
-		RequestTime:        *microTime(in.now),
-		GracePeriodSeconds: specHandoffSeconds(in.fl),
+	grace := time.Duration(specHandoffSeconds(in.Fl)) * time.Second
+	return Transition{Kind: AskHandoff, RequeueAfter: min(in.left, grace), Successor: &fencingv1.Handoff{
+		SuccessorName:      in.Successor.Name,
+		SuccessorUID:       in.Successor.UID,
+		RequestTime:        *MicroTime(in.Now),
+		GracePeriodSeconds: specHandoffSeconds(in.Fl),
 	}}, true
 }
 
 // keepRule: the grant holds; look again when it could next run out.
-func keepRule(in *input) (transition, bool) {
+func KeepRule(in *Input) (Transition, bool) {
 	next := in.left
-	if in.h.Handoff != nil {
+	if in.H.Handoff != nil {
 		next = min(next, in.graceLeft)
 	}
 	if in.unschedulableLeft > 0 {
 		next = min(next, in.unschedulableLeft)
 	}
-	return transition{kind: keep, requeueAfter: next}, true
+	return Transition{Kind: Keep, RequeueAfter: next}, true
 }
 
 // expiryReason names a revocation decided by the clock. One that never renewed never ran,
 // whatever else happened: its pod must go (see mustDelete).
-func expiryReason(started, handoffTimedOut bool) fencingv1.RevocationReason {
+func ExpiryReason(started, handoffTimedOut bool) fencingv1.RevocationReason {
 	switch {
 	case !started:
 		return fencingv1.ReasonStartupDeadlineExceeded

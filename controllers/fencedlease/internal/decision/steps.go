@@ -1,92 +1,97 @@
-package fencedlease
+package decision
 
 import (
 	"time"
-
-	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 const (
 	// conflictRetry is the first retry after a stale read: short, the newer object is
 	// usually already on its way to the cache (staleretry.go backs off from there).
-	conflictRetry = 20 * time.Millisecond
+	ConflictRetry = 20 * time.Millisecond
 	// cacheBehind is a fallback only: a reconcile that found the cache behind one of its
 	// own writes comes back with the watch event that write brings (the FencedLease
 	// predicate lets that one through too), not by polling, which under load would burn
 	// the CPU the API server needs.
-	cacheBehind = time.Second
+	CacheBehind = time.Second
 )
 
 // stepKind is one kind of write a pass makes; a plan runs its steps in this order.
-type stepKind int
+type StepKind int
 
 const (
 	// cutLease ends the status's grant on the Lease by compare-and-swap on the version
 	// read, before the status records anything, and names the next grant in the same
 	// write when there is one (X3, C1; X3 with G2: the hand-over).
-	cutLease stepKind = iota
+	CutLease StepKind = iota
 	// tellCutOff tells the user, by event, of a holder cut off on request or because its
 	// pod cannot run, while the lease it last renewed runs out (Q2, X9).
-	tellCutOff
+	TellCutOff
 	// demoteEnded marks the pod of the grant this decision ends Revoked or Released,
 	// without the holder label (X5), before the status write that drops the only record
 	// of it a pod whose label was taken off can be found by.
-	demoteEnded
+	DemoteEnded
 	// writeStatus records the decision with the resourceVersion read, then tells it by
 	// events and metrics (G1, X4).
-	writeStatus
+	WriteStatus
 	// writeLease makes the Lease show the status: its holder or none, and always the
 	// high-water token, so it outlives the FencedLease as its tombstone (G2).
-	writeLease
+	WriteLease
 	// demotePods marks pods that no longer hold Revoked or Released and takes their
 	// holder label, before any pod is marked holder (X5).
-	demotePods
+	DemotePods
 	// promoteHolder gives the holder pod its token, state and label, and lifts its
 	// scheduling gate (G3).
-	promoteHolder
+	PromoteHolder
 	// deleteRevoked deletes the revoked pods that must go, by UID (X6).
-	deleteRevoked
+	DeleteRevoked
 	// releaseFinalizer lets a deleted FencedLease go once no holder remains (D1).
-	releaseFinalizer
+	ReleaseFinalizer
 )
 
 var stepNames = [...]string{"cut the grant on the Lease", "tell the cut-off", "demote the ended grant's pod", "write the status",
 	"write the Lease", "demote pods", "promote the holder", "delete revoked pods", "release the finalizer"}
 
-func (k stepKind) String() string { return stepNames[k] }
+func (k StepKind) String() string { return stepNames[k] }
 
 // planStep is one planned write and the protocol step (doc.go) it carries out.
 type planStep struct {
-	kind     stepKind
-	protocol string
+	Kind     StepKind
+	Protocol string
 }
 
 // plan is how one pass carries out its decision: the writes in order, when to look
 // again, and whether the grant is settled once every write has landed.
-type plan struct {
-	steps        []planStep
-	requeueAfter time.Duration
-	priority     *int
+type Plan struct {
+	Steps        []planStep
+	RequeueAfter time.Duration
+	Priority     RequeueClass
 	// settles: the grant is kept with nothing of it waiting for a renewal, so its
 	// renewals need queue no pass (renewals.go) once this plan has run.
-	settles bool
+	Settles bool
 }
 
-func (p *plan) add(kind stepKind, protocol string) {
-	p.steps = append(p.steps, planStep{kind, protocol})
+func (p *Plan) add(kind StepKind, protocol string) {
+	p.Steps = append(p.Steps, planStep{kind, protocol})
 }
 
 // has is true when the plan makes a write of kind k.
-func (p plan) has(k stepKind) bool {
-	for _, s := range p.steps {
-		if s.kind == k {
+func (p Plan) Has(k StepKind) bool {
+	for _, s := range p.Steps {
+		if s.Kind == k {
 			return true
 		}
 	}
 	return false
 }
 
-// result is when the pass asks to run again, once its plan has run.
-func (p plan) result() ctrl.Result {
-	return ctrl.Result{RequeueAfter: p.requeueAfter, Priority: p.priority}
-}
+// requeueClass is the priority the next pass a plan asks for is queued at (P1,
+// priority.go).
+type RequeueClass int
+
+const (
+	// requeueAsQueued leaves it to the queue.
+	requeueAsQueued RequeueClass = iota
+	RequeueNormal
+	// requeueFollowUp queues it behind every pass that moves a Lease.
+	RequeueFollowUp
+)

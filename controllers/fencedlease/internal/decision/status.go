@@ -1,4 +1,4 @@
-package fencedlease
+package decision
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // setHeldCondition says whether a pod holds the grant and, when none does, why.
 // foreignLease names a Lease of the FencedLease's name that the operator did not create;
 // delayed says the next grant waits out the last revocation's lock-delay.
-func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, foreignLease string, delayed bool) {
+func SetHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, foreignLease string, delayed bool) {
 	c := metav1.Condition{Type: fencingv1.ConditionHeld, ObservedGeneration: fl.Generation}
 	switch {
 	case foreignLease != "":
@@ -59,7 +59,7 @@ func setHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease
 // setReadyCondition says whether the FencedLease works as its spec asks, for GitOps tools
 // and `kubectl wait --for=condition=Ready`. It reads the Held condition set just before;
 // a Held reason it does not know reads as not ready.
-func setReadyCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease) {
+func SetReadyCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease) {
 	c := metav1.Condition{Type: fencingv1.ConditionReady, ObservedGeneration: fl.Generation, Status: metav1.ConditionFalse}
 	held := meta.FindStatusCondition(st.Conditions, fencingv1.ConditionHeld)
 	c.Reason, c.Message = held.Reason, held.Message

@@ -1,4 +1,4 @@
-package fencedlease
+package decision
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ import (
 
 // slotIndices are the slots a pass judges: 0 to spec.holders-1, then every slot above
 // that the status still lists with a holder (removed by lowering spec.holders, draining).
-func slotIndices(fl *fencingv1.FencedLease) []int32 {
-	n := holdersOf(fl)
+func SlotIndices(fl *fencingv1.FencedLease) []int32 {
+	n := HoldersOf(fl)
 	var out []int32
 	for i := range n {
 		out = append(out, i)
@@ -34,7 +34,7 @@ func slotIndices(fl *fencingv1.FencedLease) []int32 {
 // slotOf is slot i as status st records it; a status without slots records slot 0 in
 // holder and lastRevocation (spec.holders raised from 1), and every token up to
 // fencingToken as its grants'.
-func slotOf(st *fencingv1.FencedLeaseStatus, i int32) fencingv1.Slot {
+func SlotOf(st *fencingv1.FencedLeaseStatus, i int32) fencingv1.Slot {
 	if len(st.Slots) == 0 && i == 0 {
 		return fencingv1.Slot{Holder: st.Holder, LastRevocation: st.LastRevocation, LastToken: st.FencingToken}
 	}
@@ -49,9 +49,9 @@ func slotOf(st *fencingv1.FencedLeaseStatus, i int32) fencingv1.Slot {
 // slotView is fl as slot i sees it: a FencedLease of one grant, the slot's, with the
 // token counter at least floor (the highest token any slot's Lease carries, or this
 // pass granted).
-func slotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.FencedLease {
+func SlotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.FencedLease {
 	v := &fencingv1.FencedLease{TypeMeta: fl.TypeMeta, ObjectMeta: *fl.ObjectMeta.DeepCopy(), Spec: *fl.Spec.DeepCopy()}
-	s := slotOf(&fl.Status, i)
+	s := SlotOf(&fl.Status, i)
 	st := &fl.Status
 	v.Status = fencingv1.FencedLeaseStatus{
 		FencingToken:       max(st.FencingToken, floor),
@@ -68,10 +68,10 @@ func slotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.Fenced
 
 // withSlot is fl's status with slot i as its view's decided status v has it; what it says
 // of the whole FencedLease is left to finishSlots.
-func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus) fencingv1.FencedLeaseStatus {
+func WithSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus) fencingv1.FencedLeaseStatus {
 	st := *fl.Status.DeepCopy()
 	if len(st.Slots) == 0 {
-		st.Slots = []fencingv1.Slot{slotOf(&fl.Status, 0)}
+		st.Slots = []fencingv1.Slot{SlotOf(&fl.Status, 0)}
 	}
 	st.Holder, st.LastRevocation = nil, nil
 	s := mergedSlot(&fl.Status, i, v)
@@ -90,7 +90,7 @@ func withSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus
 // slot's last recorded grant stays recorded when it ends: its Lease may still name it,
 // its pod gone, and it is never adopted a second time.
 func mergedSlot(st *fencingv1.FencedLeaseStatus, i int32, v *fencingv1.FencedLeaseStatus) fencingv1.Slot {
-	s := fencingv1.Slot{Slot: i, Holder: v.Holder.DeepCopy(), LastRevocation: v.LastRevocation.DeepCopy(), LastToken: slotRecorded(st, i)}
+	s := fencingv1.Slot{Slot: i, Holder: v.Holder.DeepCopy(), LastRevocation: v.LastRevocation.DeepCopy(), LastToken: SlotRecorded(st, i)}
 	if v.Holder != nil {
 		s.LastToken = max(s.LastToken, v.Holder.Token)
 	}
@@ -105,8 +105,8 @@ func mergedSlot(st *fencingv1.FencedLeaseStatus, i int32, v *fencingv1.FencedLea
 // status does not record yet: they count as waiting until it does, as a FencedLease of one
 // grant counts them until its status write (deferStatus), so the summary changes with
 // that write and costs none of its own.
-func finishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pods []corev1.Pod, notes slotNotes, pending map[types.UID]bool) {
-	n := holdersOf(fl)
+func FinishSlots(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, pods []corev1.Pod, notes slotNotes, pending map[types.UID]bool) {
+	n := HoldersOf(fl)
 	st.Slots = slices.DeleteFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot >= n && s.Holder == nil })
 	for i := range n {
 		if !slices.ContainsFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i }) {
@@ -176,7 +176,7 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 	blocked, isBlocked := notes.blocking()
 	if held == 0 {
 		// Why none holds: the reasons of a single grant, or what keeps a slot from granting.
-		setHeldCondition(st, fl, "", false)
+		SetHeldCondition(st, fl, "", false)
 		if isBlocked && (blocked.reason == fencingv1.ReasonLeaseConflict || st.Waiting > 0) {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: fencingv1.ConditionHeld, Status: metav1.ConditionFalse,
 				ObservedGeneration: fl.Generation, Reason: blocked.reason, Message: blocked.message})
@@ -197,7 +197,7 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 		ready.Reason = fencingv1.ReasonWaiting
 		ready.Message = fmt.Sprintf("%s; %d pod(s) waiting", summary, st.Waiting)
 	default:
-		setReadyCondition(st, fl)
+		SetReadyCondition(st, fl)
 		return
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
@@ -207,11 +207,11 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 // nothing in the status pass p projects. It compares without merging the whole status
 // (withSlot): the slot and the counters, then what the status says of the whole
 // FencedLease, judged once until a decision moves it (slotPass.finished).
-func sameSlotStatus(p *slotPass, i int32, v *fencingv1.FencedLeaseStatus) bool {
-	st := &p.next.Status
+func sameSlotStatus(p *SlotPass, i int32, v *fencingv1.FencedLeaseStatus) bool {
+	st := &p.Next.Status
 	at := slices.IndexFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i })
 	if at < 0 || st.Holder != nil || st.LastRevocation != nil {
-		merged := withSlot(p.next, i, v)
+		merged := WithSlot(p.Next, i, v)
 		p.finish(&merged)
 		return equality.Semantic.DeepEqual(merged, *st)
 	}
@@ -229,17 +229,17 @@ func sameSlotStatus(p *slotPass, i int32, v *fencingv1.FencedLeaseStatus) bool {
 
 // finish recomputes what status st says of the whole FencedLease (finishSlots) from what
 // the pass saw.
-func (p *slotPass) finish(st *fencingv1.FencedLeaseStatus) {
-	finishSlots(st, p.next, p.pods, p.notes, p.pending)
+func (p *SlotPass) finish(st *fencingv1.FencedLeaseStatus) {
+	FinishSlots(st, p.Next, p.Pods, p.notes, p.pending)
 }
 
 // finished: the status the pass projects says of the whole FencedLease what finishSlots
 // computes from it; remembered until a decision changes the projection or the notes.
-func (p *slotPass) finished() bool {
+func (p *SlotPass) finished() bool {
 	if p.finishedNow == nil {
-		st := *p.next.Status.DeepCopy()
+		st := *p.Next.Status.DeepCopy()
 		p.finish(&st)
-		ok := equality.Semantic.DeepEqual(st, p.next.Status)
+		ok := equality.Semantic.DeepEqual(st, p.Next.Status)
 		p.finishedNow = &ok
 	}
 	return *p.finishedNow
@@ -247,8 +247,8 @@ func (p *slotPass) finished() bool {
 
 // slotRecorded is the highest token status st records for slot j's grants: its last
 // recorded grant's (held, released or revoked), its holder's, its last revocation's.
-func slotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
-	s := slotOf(st, j)
+func SlotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
+	s := SlotOf(st, j)
 	t := s.LastToken
 	if s.Holder != nil {
 		t = max(t, s.Holder.Token)
@@ -260,9 +260,9 @@ func slotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
 }
 
 // unchanged is true when writing status st would change nothing.
-func (w world) unchanged(st *fencingv1.FencedLeaseStatus) bool {
-	if w.slot.sharded {
-		return sameSlotStatus(w.slot.pass, w.slot.index, st)
+func (w World) Unchanged(st *fencingv1.FencedLeaseStatus) bool {
+	if w.Slot.Sharded {
+		return sameSlotStatus(w.Slot.Pass, w.Slot.Index, st)
 	}
-	return equality.Semantic.DeepEqual(*st, w.fl.Status)
+	return equality.Semantic.DeepEqual(*st, w.Fl.Status)
 }

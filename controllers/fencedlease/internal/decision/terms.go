@@ -1,4 +1,4 @@
-package fencedlease
+package decision
 
 import (
 	"strconv"
@@ -16,7 +16,7 @@ import (
 // waitingOutCutOff is true while holder h stands cut off on purpose (C1: after a
 // hand-off grace period, on a revoke request, or because its pod cannot run) and is
 // revoked only when the lease it last renewed has run out.
-func waitingOutCutOff(rec leaserecord.Record, fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
+func WaitingOutCutOff(rec leaserecord.Record, fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
 	return rec.CutOff(h.Token) && (h.Handoff != nil || revokeRequestedFor(fl, h) || cutOffFor(rec, fencingv1.ReasonPodCannotRun))
 }
 
@@ -33,15 +33,15 @@ func revokeRequestedFor(fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
 
 // handoffGraceLeft is how long a holder asked to hand off still has to release, on this
 // process's clock from when it first saw the request.
-func handoffGraceLeft(w world, h *fencingv1.Holder) time.Duration {
+func handoffGraceLeft(w World, h *fencingv1.Holder) time.Duration {
 	if h.Handoff == nil {
 		return 0
 	}
-	since := w.handoffSince
+	since := w.HandoffSince
 	if since.IsZero() {
-		since = w.now // asked in this decision
+		since = w.Now // asked in this decision
 	}
-	return since.Add(time.Duration(h.Handoff.GracePeriodSeconds) * time.Second).Sub(w.now)
+	return since.Add(time.Duration(h.Handoff.GracePeriodSeconds) * time.Second).Sub(w.Now)
 }
 
 // lateBy is how long after its expiry a grant is revoked, for the metric: on this
@@ -50,11 +50,11 @@ func handoffGraceLeft(w world, h *fencingv1.Holder) time.Duration {
 // wrote on the Lease, when that is earlier: the holder's clock against this one, for the
 // metric only — it decides nothing — so the metric shows the delay a failover adds (each
 // new leader gives the holder a whole lease from its first look).
-func lateBy(w world, limit, local time.Duration) time.Duration {
-	if w.held.seenRenewing || w.held.renewTime == nil {
+func lateBy(w World, limit, local time.Duration) time.Duration {
+	if w.Held.SeenRenewing || w.Held.RenewTime == nil {
 		return local
 	}
-	return max(local, w.now.Sub(w.held.renewTime.Add(limit)))
+	return max(local, w.Now.Sub(w.Held.RenewTime.Add(limit)))
 }
 
 // specDurationSeconds is the duration a grant made now gets.
@@ -79,17 +79,17 @@ func specStartupSeconds(fl *fencingv1.FencedLease) int32 {
 // two lease durations, at least warmConfirmFloor. A standby that cannot confirm (its node
 // cut off before the node controller says so) then costs that, not a cold start's
 // deadline.
-func startupSecondsFor(fl *fencingv1.FencedLease, p *corev1.Pod) int32 {
+func StartupSecondsFor(fl *fencingv1.FencedLease, p *corev1.Pod) int32 {
 	s := specStartupSeconds(fl)
 	if p != nil && grantorder.Warm(p) && p.Status.Phase == corev1.PodRunning {
-		s = min(s, max(2*specDurationSeconds(fl), warmConfirmFloor))
+		s = min(s, max(2*specDurationSeconds(fl), WarmConfirmFloor))
 	}
 	return s
 }
 
 // warmConfirmFloor is the shortest confirmation bound of a running Warm standby, in
 // seconds: room for a renewal's round trip on a loaded API server with a short lease.
-const warmConfirmFloor = 10
+const WarmConfirmFloor = 10
 
 // specHandoffSeconds is the hand-off grace period a request made now gets.
 func specHandoffSeconds(fl *fencingv1.FencedLease) int32 {
@@ -110,7 +110,7 @@ func startupDeadline(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Durati
 
 // grantDuration is the duration frozen into grant h; a grant recorded before durations
 // were frozen falls back to the spec.
-func grantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
+func GrantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
 	s := h.LeaseDurationSeconds
 	if s <= 0 {
 		s = specDurationSeconds(fl)
@@ -120,7 +120,7 @@ func grantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration
 
 // microTime drops the monotonic reading and what the API would not store, so a status
 // decided twice from the same observation compares equal.
-func microTime(t time.Time) *metav1.MicroTime {
+func MicroTime(t time.Time) *metav1.MicroTime {
 	m := metav1.NewMicroTime(t.Round(0).Truncate(time.Microsecond))
 	return &m
 }
@@ -139,16 +139,16 @@ func revocationDelay(fl *fencingv1.FencedLease, reason fencingv1.RevocationReaso
 // revocationDelayLeft is what remains of the lock-delay of the last revocation in st (X8):
 // from when this process revoked, or — a process that took over since — from its first
 // look, on its own clock; decidedNow is a revocation this very decision made.
-func revocationDelayLeft(w world, st *fencingv1.FencedLeaseStatus, decidedNow *fencingv1.Revocation) time.Duration {
+func revocationDelayLeft(w World, st *fencingv1.FencedLeaseStatus, decidedNow *fencingv1.Revocation) time.Duration {
 	rv := st.LastRevocation
 	if rv == nil || rv.DelaySeconds <= 0 {
 		return 0
 	}
-	since := w.delaySince
+	since := w.DelaySince
 	if decidedNow != nil || since.IsZero() {
-		since = w.now
+		since = w.Now
 	}
-	return since.Add(time.Duration(rv.DelaySeconds) * time.Second).Sub(w.now)
+	return since.Add(time.Duration(rv.DelaySeconds) * time.Second).Sub(w.Now)
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.
@@ -163,4 +163,4 @@ func truncate(s string, n int) string {
 }
 
 // conflictRecheck is how often a FencedLease blocked by a foreign Lease looks again.
-const conflictRecheck = 5 * time.Second
+const ConflictRecheck = 5 * time.Second

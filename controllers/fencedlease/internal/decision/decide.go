@@ -1,4 +1,4 @@
-package fencedlease
+package decision
 
 import (
 	"fmt"
@@ -15,32 +15,32 @@ import (
 )
 
 // classify judges the Lease record and the clocks for grant h (nil: none).
-func classify(w world, h *fencingv1.Holder) input {
-	in := input{world: w, h: h}
+func Classify(w World, h *fencingv1.Holder) Input {
+	in := Input{World: w, H: h}
 	if h == nil {
-		in.state = in.record.State(w.fl.Name, "", "", 0)
-		in.handedOver = handedOver(in.state, in.record, w.recorded)
+		in.State = in.Record.State(w.Fl.Name, "", "", 0)
+		in.handedOver = handedOver(in.State, in.Record, w.Recorded)
 		return in
 	}
-	in.state = in.record.State(w.fl.Name, h.PodName, h.PodUID, h.Token)
-	in.handedOver = handedOver(in.state, in.record, w.recorded)
-	in.started = h.FirstRenewTime != nil || in.record.GrantRenewed(w.fl.Name, h.PodName, h.PodUID, h.Token)
-	in.revokeRequested = revokeRequestedFor(w.fl, h)
-	in.limit = startupDeadline(h, w.fl)
-	if in.started {
-		in.limit = grantDuration(h, w.fl)
+	in.State = in.Record.State(w.Fl.Name, h.PodName, h.PodUID, h.Token)
+	in.handedOver = handedOver(in.State, in.Record, w.Recorded)
+	in.Started = h.FirstRenewTime != nil || in.Record.GrantRenewed(w.Fl.Name, h.PodName, h.PodUID, h.Token)
+	in.revokeRequested = revokeRequestedFor(w.Fl, h)
+	in.limit = startupDeadline(h, w.Fl)
+	if in.Started {
+		in.limit = GrantDuration(h, w.Fl)
 	}
-	in.left = w.held.observedAt.Add(in.limit).Sub(w.now)
+	in.left = w.Held.ObservedAt.Add(in.limit).Sub(w.Now)
 	in.graceLeft = handoffGraceLeft(w, h)
-	if in.started && w.holder != nil {
-		in.cannotRun, in.lastCrash = grantorder.RunFailure(w.holder), lastCrash(w.holder)
+	if in.Started && w.Holder != nil {
+		in.cannotRun, in.lastCrash = grantorder.RunFailure(w.Holder), lastCrash(w.Holder)
 	}
-	if !in.started && w.holder != nil {
-		in.cannotStart = grantorder.StartFailure(w.holder)
-		if msg := unschedulable(w.holder); in.cannotStart == "" && msg != "" {
+	if !in.Started && w.Holder != nil {
+		in.cannotStart = grantorder.StartFailure(w.Holder)
+		if msg := unschedulable(w.Holder); in.cannotStart == "" && msg != "" {
 			// Counted from this process's first look at the grant, on its own clock.
-			if in.unschedulableLeft = w.held.observedAt.Add(unschedulableBound).Sub(w.now); in.unschedulableLeft <= 0 {
-				in.cannotStart, in.unschedulableLeft = fmt.Sprintf("%s (for %v)", msg, unschedulableBound), 0
+			if in.unschedulableLeft = w.Held.ObservedAt.Add(UnschedulableBound).Sub(w.Now); in.unschedulableLeft <= 0 {
+				in.cannotStart, in.unschedulableLeft = fmt.Sprintf("%s (for %v)", msg, UnschedulableBound), 0
 			}
 		}
 	}
@@ -50,52 +50,52 @@ func classify(w world, h *fencingv1.Holder) input {
 // decide is the pass's decision on what was observed, with the plan that carries it out:
 // the writes in order, when to look again, what to remember. It is pure: the writes all
 // happen after it (Reconciler.run), and nothing after it decides again.
-func decide(w world) decision {
+func Decide(w World) Decision {
 	d := judge(w)
-	d.plan = planFor(w, d)
+	d.Plan = planFor(w, d)
 	return d
 }
 
 // judge computes the next status from what was observed: the holder rules judge the
 // grant the status names, then the grant rule may name the next holder (G1).
-func judge(w world) decision {
-	fl := w.fl
-	d := decision{status: *fl.Status.DeepCopy(), now: w.now}
-	st := &d.status
+func judge(w World) Decision {
+	fl := w.Fl
+	d := Decision{Status: *fl.Status.DeepCopy(), now: w.Now}
+	st := &d.Status
 	st.ObservedGeneration = fl.Generation
-	in := classify(w, st.Holder)
-	d.leaseShowsHolder = in.state == leaserecord.StateGranted || in.state == leaserecord.StateRenewed
+	in := Classify(w, st.Holder)
+	d.LeaseShowsHolder = in.State == leaserecord.StateGranted || in.State == leaserecord.StateRenewed
 	if st.Holder != nil {
 		d.apply(&in)
 	}
-	if d.foreignLease = in.state == leaserecord.StateForeign; d.foreignLease {
+	if d.foreignLease = in.State == leaserecord.StateForeign; d.foreignLease {
 		// Not ours: adopt nothing, grant nothing, and leave the Lease alone (A3).
-		setHeldCondition(st, fl, w.lease.Name, false)
-		setReadyCondition(st, fl)
+		SetHeldCondition(st, fl, w.Lease.Name, false)
+		SetReadyCondition(st, fl)
 		// The cache holds labeled Leases only, so the foreign one's deletion brings no
 		// event: look again soon.
-		d.requeueAfter = conflictRecheck
+		d.RequeueAfter = ConflictRecheck
 		return d
 	}
 	// The token floor: the Lease's high-water token (a re-created FencedLease continues
 	// above it) and spec.minFencingToken (a restore continues above it; below).
-	st.FencingToken = max(st.FencingToken, in.record.Token, w.floor)
+	st.FencingToken = max(st.FencingToken, in.Record.Token, w.Floor)
 	var ended types.UID
-	if t := d.released(); t != nil {
-		ended = t.holder.PodUID
+	if t := d.Released(); t != nil {
+		ended = t.Holder.PodUID
 	}
-	waiting := grantorder.PassOver(notAwaitingW1(w.fl, grantorder.Candidates(w.pods, st, ended)), grantorder.WithSilentNode(w.unfitNodes, d.revoked(), in.holder))
-	delayLeft := revocationDelayLeft(w, st, d.revoked())
+	waiting := grantorder.PassOver(NotAwaitingW1(w.Fl, grantorder.Candidates(w.Pods, st, ended)), grantorder.WithSilentNode(w.UnfitNodes, d.Revoked(), in.Holder))
+	delayLeft := revocationDelayLeft(w, st, d.Revoked())
 	waiting, adopted := d.nextGrant(w, &in, waiting, delayLeft)
 	st.Waiting = int32(len(waiting))
-	setHeldCondition(st, fl, "", delayLeft > 0)
-	setReadyCondition(st, fl)
+	SetHeldCondition(st, fl, "", delayLeft > 0)
+	SetReadyCondition(st, fl)
 	d.recordLastRenewal(w)
 	d.deferStatus(w, &in, adopted)
-	if adopted && d.statusWait == 0 {
+	if adopted && d.StatusWait == 0 {
 		// Recorded now, judged next: the holder rules have not seen this grant yet (it may
 		// have renewed, or its pod report that it cannot start, with no event to come).
-		d.requeueAfter = adoptedRecheck
+		d.RequeueAfter = AdoptedRecheck
 	}
 	return d
 }
@@ -103,14 +103,14 @@ func judge(w world) decision {
 // nextGrant names the next holder, if any, into the status: the grant a hand-over already
 // made on the Lease (adopted), or G1's choice among waiting once no lock-delay is left. It
 // returns the pods still waiting after it, and whether the grant was adopted.
-func (d *decision) nextGrant(w world, in *input, waiting []*corev1.Pod, delayLeft time.Duration) ([]*corev1.Pod, bool) {
-	st, fl := &d.status, w.fl
-	var next *transition
+func (d *Decision) nextGrant(w World, in *Input, waiting []*corev1.Pod, delayLeft time.Duration) ([]*corev1.Pod, bool) {
+	st, fl := &d.Status, w.Fl
+	var next *Transition
 	var adopted, counted bool
 	if in.handedOver && st.Holder == nil {
-		if t, ok := adoptRule(w, in.record); ok {
+		if t, ok := adoptRule(w, in.Record); ok {
 			next, adopted = &t, true // the grant the hand-over already made
-		} else if findPod(slices.Concat(w.pods, w.unlabeled), in.record.HolderUID) == nil {
+		} else if FindPod(slices.Concat(w.Pods, w.Unlabeled), in.Record.HolderUID) == nil {
 			// Made on the Lease and released there, its pod gone: nobody to record, but
 			// a grant was made — counted, its token spent, in a status write of this
 			// pass (a next grant's is then made status first).
@@ -127,71 +127,71 @@ func (d *decision) nextGrant(w world, in *input, waiting []*corev1.Pod, delayLef
 	switch {
 	case adopted:
 	case delayLeft > 0 && st.Holder == nil:
-		d.requeueAfter = delayLeft // G1 waits out the lock-delay (X8)
+		d.RequeueAfter = delayLeft // G1 waits out the lock-delay (X8)
 	default:
-		if t, ok := grantRule(w, st, w.slot.mayGrant(waiting)); ok {
+		if t, ok := GrantRule(w, st, w.Slot.MayGrant(waiting)); ok {
 			next = &t
 		}
 	}
 	if next != nil {
-		d.grant = next
-		d.grantOnLease = !adopted && !counted && fl.Status.Holder == nil
-		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == next.holder.PodUID })
-		st.FencingToken = max(st.FencingToken, next.holder.Token)
+		d.Grant = next
+		d.GrantOnLease = !adopted && !counted && fl.Status.Holder == nil
+		waiting = slices.DeleteFunc(waiting, func(p *corev1.Pod) bool { return p.UID == next.Holder.PodUID })
+		st.FencingToken = max(st.FencingToken, next.Holder.Token)
 		st.Transitions++
-		st.Holder = next.holder.DeepCopy()
-		d.requeueAfter = next.requeueAfter
+		st.Holder = next.Holder.DeepCopy()
+		d.RequeueAfter = next.RequeueAfter
 	}
 	return waiting, adopted
 }
 
 // adoptedRecheck is how soon a grant adopted off the Lease is judged by the holder rules.
-const adoptedRecheck = 10 * time.Millisecond
+const AdoptedRecheck = 10 * time.Millisecond
 
 // apply runs the holder rules on in and writes their verdict into the status.
-func (d *decision) apply(in *input) {
-	t, _ := holderRules.evaluate(in)
-	d.end = &t
-	d.requeueAfter = t.requeueAfter
-	st := &d.status
-	switch t.kind {
-	case revoke:
-		h, at := st.Holder, in.now
+func (d *Decision) apply(in *Input) {
+	t, _ := HolderRules.Evaluate(in)
+	d.End = &t
+	d.RequeueAfter = t.RequeueAfter
+	st := &d.Status
+	switch t.Kind {
+	case Revoke:
+		h, at := st.Holder, in.Now
 		if !t.at.IsZero() {
 			at = t.at // decided earlier, recorded now (a hand-over's status write waited)
 		}
 		st.LastRevocation = &fencingv1.Revocation{PodName: h.PodName, PodUID: h.PodUID, Token: h.Token,
-			Reason: t.revocation, Message: truncate(t.message, 1024), Time: *microTime(at)}
-		if delay := revocationDelay(in.fl, t.revocation); delay > 0 {
+			Reason: t.Revocation, Message: truncate(t.Message, 1024), Time: *MicroTime(at)}
+		if delay := revocationDelay(in.Fl, t.Revocation); delay > 0 {
 			st.LastRevocation.DelaySeconds = delay
-			st.LastRevocation.NextGrantTime = microTime(at.Add(time.Duration(delay) * time.Second))
+			st.LastRevocation.NextGrantTime = MicroTime(at.Add(time.Duration(delay) * time.Second))
 		}
 		st.Revocations++
 		st.Holder = nil
-	case release:
+	case Release:
 		st.Holder = nil
-	case askHandoff:
-		st.Holder.Handoff = t.successor.DeepCopy()
-	case withdrawHandoff:
+	case AskHandoff:
+		st.Holder.Handoff = t.Successor.DeepCopy()
+	case WithdrawHandoff:
 		st.Holder.Handoff = nil
 	}
-	if h := st.Holder; h != nil && h.FirstRenewTime == nil && in.state == leaserecord.StateRenewed {
+	if h := st.Holder; h != nil && h.FirstRenewTime == nil && in.State == leaserecord.StateRenewed {
 		// The first renewal, recorded once: from here the grant runs on its lease duration.
-		h.FirstRenewTime = microTime(in.held.observedAt)
-		h.LastRenewTime = microTime(in.held.observedAt)
+		h.FirstRenewTime = MicroTime(in.Held.ObservedAt)
+		h.LastRenewTime = MicroTime(in.Held.ObservedAt)
 	}
 }
 
 // grantRule: with no holder, not suspended, not being deleted and tokens left, the
 // oldest candidate — or the successor a hand-off named — is granted the next token (G1).
-func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) (transition, bool) {
-	fl := w.fl
+func GrantRule(w World, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) (Transition, bool) {
+	fl := w.Fl
 	if st.Holder != nil || fl.Spec.Suspend || fl.DeletionTimestamp != nil || len(waiting) == 0 ||
 		st.FencingToken == math.MaxInt64 {
-		return transition{}, false
+		return Transition{}, false
 	}
-	newer := w.successor
-	if newer != nil && grantorder.StandbyUnfit(newer, w.unfitNodes) != "" {
+	newer := w.Successor
+	if newer != nil && grantorder.StandbyUnfit(newer, w.UnfitNodes) != "" {
 		// H4 prefers the newer revision's standby only when it can take over now: one
 		// still pulling its image, or failing to between two back-offs, would leave the
 		// singleton idle while a running standby of the old revision waits.
@@ -202,13 +202,13 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 		PodName:                next.Name,
 		PodUID:                 next.UID,
 		Token:                  st.FencingToken + 1,
-		AcquireTime:            *microTime(w.now),
-		LastRenewTime:          microTime(w.now),
+		AcquireTime:            *MicroTime(w.Now),
+		LastRenewTime:          MicroTime(w.Now),
 		LeaseDurationSeconds:   specDurationSeconds(fl),
-		StartupDeadlineSeconds: startupSecondsFor(fl, next),
+		StartupDeadlineSeconds: StartupSecondsFor(fl, next),
 	}
-	return transition{kind: grant, ruleName: "grant", holder: h, podCreated: next.CreationTimestamp.Time,
-		requeueAfter: startupDeadline(&h, fl)}, true
+	return Transition{Kind: Grant, RuleName: "grant", Holder: h, PodCreated: next.CreationTimestamp.Time,
+		RequeueAfter: startupDeadline(&h, fl)}, true
 }
 
 // adoptRule: the Lease names the next grant already (the hand-over's compare-and-swap,
@@ -219,20 +219,20 @@ func grantRule(w world, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 // token, so it is never granted again — and released by the next pass (L2). False when
 // there is nobody to record (released, its pod gone: judge counts it) or its pod shows
 // the grant ended already.
-func adoptRule(w world, rec leaserecord.Record) (transition, bool) {
+func adoptRule(w World, rec leaserecord.Record) (Transition, bool) {
 	name := rec.Holder
-	p := findPod(slices.Concat(w.pods, w.unlabeled), rec.HolderUID)
+	p := FindPod(slices.Concat(w.Pods, w.Unlabeled), rec.HolderUID)
 	if name == "" && p != nil {
 		name = p.Name
 	}
 	if name == "" || p != nil && endedOnPod(p, rec.Token) {
 		// Nobody to record, or a grant already recorded and ended (a slot keeps no
 		// record of a release but its pod's mark): the Lease is only a tombstone.
-		return transition{}, false
+		return Transition{}, false
 	}
 	acquire := rec.AcquireTime
 	if acquire == nil {
-		acquire = microTime(w.now)
+		acquire = MicroTime(w.Now)
 	}
 	h := fencingv1.Holder{
 		PodName:                name,
@@ -240,19 +240,19 @@ func adoptRule(w world, rec leaserecord.Record) (transition, bool) {
 		Token:                  rec.Token,
 		AcquireTime:            *acquire.DeepCopy(),
 		LastRenewTime:          acquire.DeepCopy(),
-		LeaseDurationSeconds:   specDurationSeconds(w.fl),
-		StartupDeadlineSeconds: startupSecondsFor(w.fl, findPod(w.pods, rec.HolderUID)),
+		LeaseDurationSeconds:   specDurationSeconds(w.Fl),
+		StartupDeadlineSeconds: StartupSecondsFor(w.Fl, FindPod(w.Pods, rec.HolderUID)),
 	}
 	if rec.DurationSeconds > 0 {
 		h.LeaseDurationSeconds = rec.DurationSeconds
 	}
 	if rec.Renewed() {
 		// Its holder renewed already (R2): recorded in the same write as the grant.
-		h.FirstRenewTime, h.LastRenewTime = microTime(w.now), microTime(w.now)
+		h.FirstRenewTime, h.LastRenewTime = MicroTime(w.Now), MicroTime(w.Now)
 	}
-	t := transition{kind: grant, ruleName: "adopt the handed-over grant", holder: h, requeueAfter: startupDeadline(&h, w.fl)}
-	if p := findPod(w.pods, rec.HolderUID); p != nil {
-		t.podCreated = p.CreationTimestamp.Time
+	t := Transition{Kind: Grant, RuleName: "adopt the handed-over grant", Holder: h, RequeueAfter: startupDeadline(&h, w.Fl)}
+	if p := FindPod(w.Pods, rec.HolderUID); p != nil {
+		t.PodCreated = p.CreationTimestamp.Time
 	}
 	return t, true
 }
@@ -261,14 +261,14 @@ func adoptRule(w world, rec leaserecord.Record) (transition, bool) {
 // happen, but only when the status is written anyway: a renewal alone never costs a status
 // write (expiry is judged on the grant memory, never on this field). A new leader's first look
 // is not a renewal it saw happen, so it moves nothing.
-func (d *decision) recordLastRenewal(w world) {
-	h, was := d.status.Holder, w.fl.Status.Holder
+func (d *Decision) recordLastRenewal(w World) {
+	h, was := d.Status.Holder, w.Fl.Status.Holder
 	if h == nil || was == nil || h.PodUID != was.PodUID || h.Token != was.Token ||
-		w.held.renewTime == nil || !w.held.seenRenewing {
+		w.Held.RenewTime == nil || !w.Held.SeenRenewing {
 		return
 	}
-	if w.unchanged(&d.status) {
+	if w.Unchanged(&d.Status) {
 		return
 	}
-	h.LastRenewTime = microTime(w.held.observedAt)
+	h.LastRenewTime = MicroTime(w.Held.ObservedAt)
 }

@@ -1,4 +1,4 @@
-package fencedlease
+package decision
 
 import (
 	"fmt"
@@ -22,22 +22,22 @@ import (
 
 // slotFrame is the slot a pass judges (slotPass.frame). Slot 0 of a FencedLease without
 // slots is not sharded: its view is the FencedLease itself.
-type slotFrame struct {
-	index int32
+type SlotFrame struct {
+	Index int32
 	// sharded: the FencedLease has slots; its status lists them (status.slots).
-	sharded bool
+	Sharded bool
 	// recorded is the highest token the status records for this slot's grants
 	// (slotRecorded): a grant on its Lease above it is one the status does not record yet.
-	recorded int64
+	Recorded int64
 	// retired: the slot is at or above spec.holders: it grants no one, and its holder
 	// is asked to hand off.
-	retired bool
+	Retired bool
 	// ordinal: only the pod whose StatefulSet index is index may be granted this slot.
-	ordinal bool
+	Ordinal bool
 	// noGrant: an earlier slot of this pass could not be judged (its view was behind this
 	// process's own writes): this one judges its holder but grants no one, so it never
 	// takes the pod the earlier slot would have.
-	noGrant bool
+	NoGrant bool
 	// others are the pods another slot holds, last revoked, or names on its Lease, or
 	// that this pass granted another slot: never this slot's candidates, and never
 	// demoted by this slot's writes.
@@ -46,7 +46,7 @@ type slotFrame struct {
 	// finalizer.
 	othersHeld bool
 	// pass is what the slots of this pass share (slotpass.go).
-	pass *slotPass
+	Pass *SlotPass
 }
 
 // sharded is true for a FencedLease with slots: spec.holders above 1, or a status that
@@ -56,73 +56,73 @@ func sharded(fl *fencingv1.FencedLease) bool {
 }
 
 // holdersOf is spec.holders; omitted is 1.
-func holdersOf(fl *fencingv1.FencedLease) int32 {
+func HoldersOf(fl *fencingv1.FencedLease) int32 {
 	return max(fl.Spec.Holders, 1)
 }
 
 // leaseKey is the key of the slot's Lease.
-func (s slotFrame) leaseKey(fl *fencingv1.FencedLease) types.NamespacedName {
-	return types.NamespacedName{Namespace: fl.Namespace, Name: fencingv1.SlotLeaseName(fl.Name, s.index)}
+func (s SlotFrame) LeaseKey(fl *fencingv1.FencedLease) types.NamespacedName {
+	return types.NamespacedName{Namespace: fl.Namespace, Name: fencingv1.SlotLeaseName(fl.Name, s.Index)}
 }
 
 // slotKey names one slot of a FencedLease in the grant memory; a FencedLease without
 // slots is slot 0, so its memory survives the change to slots and back.
-type slotKey struct {
-	lease types.NamespacedName
-	slot  int32
+type SlotKey struct {
+	Lease types.NamespacedName
+	Slot  int32
 }
 
 // memoryKey is the key the grant memory keeps the slot's grants under.
-func (s slotFrame) memoryKey(key types.NamespacedName) slotKey {
-	return slotKey{key, s.index}
+func (s SlotFrame) MemoryKey(key types.NamespacedName) SlotKey {
+	return SlotKey{key, s.Index}
 }
 
 // slotLease names the Lease of one slot of one FencedLease, by the FencedLease's UID: a
 // FencedLease re-created under the same name is another owner.
-type slotLease struct {
-	owner types.UID
+type SlotLease struct {
+	Owner types.UID
 	slot  int32
 }
 
 // leaseOwner is who the slot's Lease is recorded as created for (ownWrites).
-func (s slotFrame) leaseOwner(fl *fencingv1.FencedLease) slotLease {
-	return slotLease{fl.UID, s.index}
+func (s SlotFrame) LeaseOwner(fl *fencingv1.FencedLease) SlotLease {
+	return SlotLease{fl.UID, s.Index}
 }
 
 // visible are the pods of pods this slot may see: all but the others'. In a pass they are
 // written into the pass's scratch slice, which the next slot reuses: a slot's world lets
 // go of them once it is judged (judgeSlot).
-func (s slotFrame) visible(pods []corev1.Pod) []corev1.Pod {
+func (s SlotFrame) Visible(pods []corev1.Pod) []corev1.Pod {
 	if len(s.others) == 0 {
 		return pods
 	}
 	var out []corev1.Pod
-	if s.pass != nil {
-		out = s.pass.scratch[:0]
+	if s.Pass != nil {
+		out = s.Pass.scratch[:0]
 	}
 	for i := range pods {
 		if !s.others[pods[i].UID] {
 			out = append(out, pods[i])
 		}
 	}
-	if s.pass != nil {
-		s.pass.scratch = out
+	if s.Pass != nil {
+		s.Pass.scratch = out
 	}
 	return out
 }
 
 // mayGrant filters waiting, the candidates in grant order, to those this slot may be
 // granted: none for a retired slot; under Ordinal, the pod of its index alone.
-func (s slotFrame) mayGrant(waiting []*corev1.Pod) []*corev1.Pod {
+func (s SlotFrame) MayGrant(waiting []*corev1.Pod) []*corev1.Pod {
 	switch {
-	case s.retired || s.noGrant:
+	case s.Retired || s.NoGrant:
 		return nil
-	case !s.ordinal:
+	case !s.Ordinal:
 		return waiting
 	}
 	var out []*corev1.Pod
 	for _, p := range waiting {
-		if i, ok := podIndex(p); ok && i == s.index {
+		if i, ok := podIndex(p); ok && i == s.Index {
 			out = append(out, p)
 		}
 	}
@@ -143,29 +143,29 @@ func podIndex(p *corev1.Pod) (int32, bool) {
 }
 
 // slotPass is what the slots of one pass share.
-type slotPass struct {
+type SlotPass struct {
 	// fl is the FencedLease as the pass read it, then as it wrote it; pods are its labeled
 	// pods as the pass began.
-	fl   *fencingv1.FencedLease
-	pods []corev1.Pod
+	Fl   *fencingv1.FencedLease
+	Pods []corev1.Pod
 	// sharded: fl has slots (status.slots); otherwise its one grant is slot 0, recorded in
 	// status.holder.
-	sharded bool
+	Sharded bool
 	// next is fl with the status the decisions of this pass project so far: each slot that
 	// records its decision merges it in (withSlot), in order, so a later slot's view counts
 	// on it; the pass writes it once.
-	next *fencingv1.FencedLease
+	Next *fencingv1.FencedLease
 	// floor is the highest token any slot's Lease carried when the pass began, or a slot
 	// of this pass decided: no slot grants one at or below it, whether or not the status
 	// records it yet (a grant made on its Lease first).
-	floor int64
+	Floor int64
 	// onLease is what each slot's Lease named when the pass began; pending the pods of
 	// the grants there that the status does not record yet.
-	onLease leaserecord.Slots
+	OnLease leaserecord.Slots
 	pending map[types.UID]bool
 	// claimed are, per slot judged in this pass, the pods its decision names: the grant
 	// that ended and the one that holds now.
-	claimed map[int32][]types.UID
+	Claimed map[int32][]types.UID
 	// notes are what keeps each slot judged in this pass from granting (slotNotes).
 	notes slotNotes
 	// scratch holds the pods the slot being judged sees (slotFrame.visible).
@@ -174,11 +174,11 @@ type slotPass struct {
 	// not judged yet.
 	finishedNow *bool
 	// finalized: a slot releases the finalizer of the deleted FencedLease.
-	finalized bool
+	Finalized bool
 	// skipped: a slot could not be judged (its view was behind this controller's own
 	// writes), or granted a token the status write is the first to record
 	// (grantsInStatus), so the slots after it grant no one in this pass.
-	skipped bool
+	Skipped bool
 }
 
 // slotNotes are, per slot, what keeps it from granting that only its own pass saw: its

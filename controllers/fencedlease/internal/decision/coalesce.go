@@ -1,4 +1,4 @@
-package fencedlease
+package decision
 
 import (
 	"time"
@@ -12,12 +12,12 @@ import (
 // already holds the grant, so the wait is off everyone's way but a status reader's:
 // `kubectl get fl` names the new holder up to this late. A Warm holder, or pkg/holder
 // started on the grant, renews at once.
-const statusCoalesce = 2 * time.Second
+const StatusCoalesce = 2 * time.Second
 
 // coalesceWindow is statusCoalesce, but never more than half the new grant's lease, so
 // a short lease's status is never a whole lease behind.
-func coalesceWindow(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
-	return min(statusCoalesce, grantDuration(h, fl)/2)
+func CoalesceWindow(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
+	return min(StatusCoalesce, GrantDuration(h, fl)/2)
 }
 
 // deferStatus decides whether the status write of decision d waits (X4, G4): only for a
@@ -27,25 +27,25 @@ func coalesceWindow(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duratio
 // within coalesceWindow of that Lease write on this process's clock.
 // A process that did not write it (restarted, or a new leader) records it at once,
 // as it does a deleted FencedLease. adopted says which kind of grant d makes.
-func (d *decision) deferStatus(w world, in *input, adopted bool) {
-	g := d.grant
-	if g == nil || w.fl.DeletionTimestamp != nil || d.status.Holder == nil || d.status.Holder.FirstRenewTime != nil {
+func (d *Decision) deferStatus(w World, in *Input, adopted bool) {
+	g := d.Grant
+	if g == nil || w.Fl.DeletionTimestamp != nil || d.Status.Holder == nil || d.Status.Holder.FirstRenewTime != nil {
 		return
 	}
 	var since time.Time
 	switch {
-	case adopted && !in.held.revoking.handedOverAt.IsZero():
-		since = in.held.revoking.handedOverAt
+	case adopted && !in.Held.Revoking.handedOverAt.IsZero():
+		since = in.Held.Revoking.handedOverAt
 	case adopted:
-		since = w.grantedOnLeaseAt
-	case d.handsOver(), d.grantOnLease:
-		since = w.now
+		since = w.GrantedOnLeaseAt
+	case d.handsOver(), d.GrantOnLease:
+		since = w.Now
 	}
 	if since.IsZero() {
 		return
 	}
-	if left := since.Add(coalesceWindow(&g.holder, w.fl)).Sub(w.now); left > 0 {
-		d.statusWait = left
-		d.requeueAfter = left
+	if left := since.Add(CoalesceWindow(&g.Holder, w.Fl)).Sub(w.Now); left > 0 {
+		d.StatusWait = left
+		d.RequeueAfter = left
 	}
 }
