@@ -111,7 +111,7 @@ func TestExpiryCountsFromObservedRenewalNotFromTheHolderTimestamp(t *testing.T) 
 	step(tr, c, fl, nil, pods)
 	h := fl.Status.Holder.DeepCopy()
 
-	// The holder's renewTime is written by another machine with a clock an hour behind:
+	// The holder's RenewTime is written by another machine with a clock an hour behind:
 	// only its change matters.
 	skewed := t0.Add(-time.Hour)
 	c.Step(6 * time.Second)
@@ -267,7 +267,7 @@ func TestCandidatesAreWaitingAndGated(t *testing.T) {
 }
 
 // After a failover the new leader revokes a full lease after its first look: the
-// lateness metric shows that delay, measured from the renewTime the holder last wrote.
+// lateness metric shows that delay, measured from the RenewTime the holder last wrote.
 func TestLatenessShowsTheDelayAFailoverAdds(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)
 	fl := newFL(10)
@@ -356,7 +356,7 @@ func TestARenewalAloneWritesNoStatus(t *testing.T) {
 	}
 }
 
-// The controller's own grant-time write of the Lease (renewTime = acquireTime) is not a
+// The controller's own grant-time write of the Lease (RenewTime = acquireTime) is not a
 // renewal: the grant's clock keeps running from the grant, and nothing is recorded.
 func TestTheGrantsOwnLeaseWriteIsNotARenewal(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0)

@@ -34,7 +34,7 @@
 // these IDs; protocol_ids_test.go checks that each cited one is defined here and each
 // defined one is cited by a test.
 //
-// Grant (grantRule):
+// Grant (GrantRule):
 //
 //	G1. The oldest fit candidate (or the hand-off's successor, or H4's) is granted token+1, floored.
 //	G2. The Lease is the grant's first record: created, or swapped from the tombstone, never reused.
@@ -44,15 +44,15 @@
 // Renew (the holder; the controller only observes):
 //
 //	R1. A holder renews only while the Lease names it and its token, and stops at its own deadline.
-//	R2. The lease counts from when this process saw renewTime change; a renewal costs no request.
+//	R2. The lease counts from when this process saw RenewTime change; a renewal costs no request.
 //
-// Release (releasedRule):
+// Release (ReleasedRule):
 //
 //	L1. A holder pod that finished or is gone (by UID) released; a terminating one still holds.
 //	L2. A holder that cleared holderIdentity on its own Lease (UID kept) released.
 //	L3. The pod is marked Released, then the status drops the holder; the Lease is cleared.
 //
-// Revocation (expiredRule, finishRevocationRule, cannotStartRule, cannotRunRule):
+// Revocation (ExpiredRule, FinishRevocationRule, CannotStartRule, CannotRunRule):
 //
 //	X1. The clock is read before the Lease.
 //	X2. No renewal seen for the grant's limit (startup deadline, then lease) revokes it.
@@ -64,24 +64,24 @@
 //	X8. An involuntary revocation's lock-delay passes before the next grant.
 //	X9. A holder that ran and cannot run any more is cut off at once (PodCannotRun).
 //
-// Cut-off (cutOffRunsOutRule):
+// Cut-off (CutOffRunsOutRule):
 //
 //	C1. The Lease's holder is cleared by compare-and-swap; the status keeps it; renewals are refused.
 //	C2. A cut-off holder is revoked once the lease it last renewed has run out.
 //
-// Revoke on request (revokeRequestedRule):
+// Revoke on request (RevokeRequestedRule):
 //
 //	Q1. A request names one token and never reaches a later grant.
 //	Q2. A grant that renewed is cut off, then revoked; one that never renewed, at once.
 //
-// Hand-off (askHandoffRule, handoffWithdrawnRule, handoffTimeoutRule):
+// Hand-off (AskHandoffRule, HandoffWithdrawnRule, HandoffTimeoutRule):
 //
 //	H1. A waiting Cold pod of a newer revision of the holder's workload gets a hand-off request, once the holder renewed.
 //	H2. The holder releases at a safe point; its successor is granted first.
 //	H3. No release within the grace period: cut off, revoked as HandoffTimeout.
 //	H4. A Warm successor is never asked for; it is granted first when the holder's grant ends, if it runs.
 //	H5. A request whose successor no longer waits (a rollback, a delete) is withdrawn; the grant stays.
-//	H6. A slot removed by lowering spec.holders asks its holder to hand off to no one (slotRemovedRule).
+//	H6. A slot removed by lowering spec.holders asks its holder to hand off to no one (SlotRemovedRule).
 //
 // Authority (the rules that keep others from forging a grant):
 //
@@ -115,7 +115,7 @@
 // # Clocks
 //
 // Expiry is judged on this process's monotonic clock, read before the Lease, counted from
-// the moment it observed the holder's renewTime change; the renewTime value itself,
+// the moment it observed the holder's RenewTime change; the RenewTime value itself,
 // written on another machine, is compared only for change. Each grant keeps the lease
 // duration it was made with. The assumption is that clocks run at about the same rate;
 // they need not agree.

@@ -94,14 +94,14 @@ func TestGrantOrderPassesOverStandbysThatCannotTakeOver(t *testing.T) {
 	}
 }
 
-// unfitNodes is a nodeJudge over fixed verdicts.
+// UnfitNodes is a nodeJudge over fixed verdicts.
 type unfitNodes map[string]string
 
 func (u unfitNodes) unfit(name string) string { return u[name] }
 
 // The controller grants as GrantOrder shows: the older standby on a lost node waits, the
 // healthy one is granted, with a confirmation bound of two leases (at least
-// warmConfirmFloor), not the startup deadline.
+// WarmConfirmFloor), not the startup deadline.
 func TestGrantPassesOverAStandbyOnALostNode(t *testing.T) {
 	c := clocktesting.NewFakeClock(t0.Add(10 * time.Second))
 	fl := newFL(4)

@@ -110,7 +110,7 @@ func expectWaiting(g Gomega, ns, pod string) {
 	g.Expect(p.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: fencingv1.SchedulingGate}))
 }
 
-// renew does what a holder does: bump renewTime with the resourceVersion it read.
+// renew does what a holder does: bump RenewTime with the resourceVersion it read.
 // It returns the time of the write, taken before the write was sent.
 func renew(ns, name string) time.Time {
 	GinkgoHelper()

@@ -13,7 +13,7 @@ import (
 // whole new lease. That is sound because it is one process's monotonic clock throughout,
 // and an observation never grows stale into a wrong answer: a grant another leader
 // changed in between is a different grant (a new UID or token), and a holder that renewed
-// in between shows a different renewTime, which counts as a renewal now. Only one
+// in between shows a different RenewTime, which counts as a renewal now. Only one
 // candidacy's controller uses it at a time: the campaign starts the next once the last
 // one's runnables have returned.
 type Memory struct {

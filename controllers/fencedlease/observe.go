@@ -20,7 +20,7 @@ import (
 
 // observe reads the clock, then the Lease and the labeled pods, confirms the holder pod
 // by UID, and reads what this process remembers of the grants (once a pass): when the
-// holder was last seen renewing, counting a renewTime that changed as a renewal seen now.
+// holder was last seen renewing, counting a RenewTime that changed as a renewal seen now.
 // The clock comes first: a renewal that lands after that reading is either in the Lease
 // read here, or makes the revocation's compare-and-swap on the Lease fail. So is one the
 // cache has not shown yet: the compare-and-swap carries the version read, so the cache
@@ -44,7 +44,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 	var err error
 	// A grant's Lease is read from the API server when the cache misses it: the first
 	// look at a grant is taken with the Lease as it is, as a second look with the Lease's
-	// renewTime would count as a renewal.
+	// RenewTime would count as a renewal.
 	uncached = uncached || fl.Status.Holder != nil
 	if w.Lease, w.LeaseUnread, err = r.readLease(ctx, s.LeaseKey(fl), uncached); err != nil {
 		return w, err
@@ -160,7 +160,7 @@ func (r *Reconciler) observeLastRevocation(ctx context.Context, w *decision.Worl
 	return nil
 }
 
-// unfitNodes says which of the nodes the Warm pods among pods run on cannot take a grant
+// UnfitNodes says which of the nodes the Warm pods among pods run on cannot take a grant
 // now, and why.
 func (r *Reconciler) unfitNodes(pods []corev1.Pod) map[string]string {
 	var out map[string]string
@@ -211,9 +211,9 @@ func (r *Reconciler) successorOf(ctx context.Context, g *decision.GrantRecord, p
 	return next, nil
 }
 
-// renewalOn is the renewTime the holder of grant h wrote on the Lease; nil while the Lease
+// renewalOn is the RenewTime the holder of grant h wrote on the Lease; nil while the Lease
 // does not show the grant, or shows only the controller's own grant-time write (its
-// renewTime is the acquireTime): that is not a renewal.
+// RenewTime is the acquireTime): that is not a renewal.
 func renewalOn(rec leaserecord.Record, h *fencingv1.Holder) *metav1.MicroTime {
 	if rec.Shows(h.PodName, h.PodUID, h.Token) && rec.Renewed() {
 		return rec.RenewTime

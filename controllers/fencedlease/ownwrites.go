@@ -177,7 +177,7 @@ func (o *ownWrites) leaseNotShown(owner decision.SlotLease, shown bool) bool {
 	return true
 }
 
-// behind is true when fl, its Lease (nil: none; created for leaseOwner) and its pods were
+// behind is true when fl, its Lease (nil: none; created for LeaseOwner) and its pods were
 // read from a cache that does not show yet one of this controller's own writes.
 func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner decision.SlotLease, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
 	if o.wroteOver(fl.UID, fl.ResourceVersion) {

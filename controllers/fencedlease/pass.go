@@ -151,7 +151,7 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *decision.SlotPass, s deci
 	return sr, nil
 }
 
-// writePassStatus writes the status the pass projects (slotPass.projected), with the
+// writePassStatus writes the status the pass projects (SlotPass.projected), with the
 // resourceVersion it read, when that changes it: a token is spent only if nobody else
 // wrote in between. Events and metrics follow a successful write only.
 func (r *Reconciler) writePassStatus(ctx context.Context, p *decision.SlotPass, slots []*slotRun) error {

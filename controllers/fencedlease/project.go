@@ -104,7 +104,7 @@ func leaseShowing(fl *fencingv1.FencedLease, s decision.SlotFrame, st *fencingv1
 	return want
 }
 
-// demotePods finishes the end of a grant on every pod of pods that no longer holds one
+// DemotePods finishes the end of a grant on every pod of pods that no longer holds one
 // (demote): first, so no two pods are ever marked Holding, or labeled holder, at once.
 func (r *Reconciler) demotePods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
 	for i := range pods {
@@ -117,7 +117,7 @@ func (r *Reconciler) demotePods(ctx context.Context, fl *fencingv1.FencedLease, 
 	return nil
 }
 
-// promoteHolder gives the holder's pod, when it is among pods and not terminating, its
+// PromoteHolder gives the holder's pod, when it is among pods and not terminating, its
 // token, state Holding (or Draining), the holder label, and lifts the scheduling gate so
 // it can start (G3), in one write.
 func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLease, s decision.SlotFrame, pods []corev1.Pod) error {
@@ -182,7 +182,7 @@ func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *c
 	return nil
 }
 
-// deleteRevoked deletes a pod marked Revoked that must go (mustDelete), by UID.
+// DeleteRevoked deletes a pod marked Revoked that must go (mustDelete), by UID.
 func (r *Reconciler) deleteRevoked(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
 	if grantorder.PodState(p) != fencingv1.PodRevoked || p.DeletionTimestamp != nil || !mustDelete(fl, p) {
 		return nil

@@ -32,6 +32,6 @@ type Reconciler struct {
 	ownWrites *ownWrites
 	uncached  *uncachedLeases
 	// staleRetries spaces the retries after stale reads (staleretry.go); nil: every one
-	// in conflictRetry.
+	// in ConflictRetry.
 	staleRetries workqueue.TypedRateLimiter[ctrl.Request]
 }

@@ -56,7 +56,7 @@ func (o observeRenewals) recorded(oldObj, newObj any) bool {
 	return o.grants.RenewedOnEvent(key, rec.HolderUID, rec.Token, rec.RenewTime)
 }
 
-// renewalOnly is true when after differs from before in spec.renewTime alone (beside the
+// renewalOnly is true when after differs from before in spec.RenewTime alone (beside the
 // metadata the API server keeps): what a holder's renewal writes, and nothing else does.
 func renewalOnly(before, after *coordinationv1.Lease) bool {
 	if after.DeletionTimestamp != nil || after.Spec.RenewTime == nil || after.Spec.RenewTime.Equal(before.Spec.RenewTime) ||

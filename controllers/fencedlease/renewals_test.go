@@ -115,7 +115,7 @@ func TestSettledGrantsRenewalIsObservedOnItsEvent(t *testing.T) {
 }
 
 // A pass writes back what it read, and a renewal its Lease event recorded meanwhile
-// (renewedOnEvent) is newer than the pass's own look: the write keeps the event's.
+// (RenewedOnEvent) is newer than the pass's own look: the write keeps the event's.
 func TestGrantMemoryKeepsARenewalRecordedDuringAPass(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	m := decision.NewGrantMemory(clk)
@@ -135,7 +135,7 @@ func TestGrantMemoryKeepsARenewalRecordedDuringAPass(t *testing.T) {
 	}
 }
 
-// Only renewTime may differ for an update to count as a renewal alone.
+// Only RenewTime may differ for an update to count as a renewal alone.
 func TestRenewalOnly(t *testing.T) {
 	before := renewedLease("7", 1)
 	for name, tc := range map[string]struct {

@@ -67,7 +67,7 @@ func TestRevokeRequestOfAGrantThatNeverRenewedIsImmediate(t *testing.T) {
 	c, tr, fl, pods, h := grantedRollout(10, 0)
 	c.Step(time.Second)
 	fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
-	d := stepHandoff(tr, c, fl, leaseFor(h, t0), pods, nil) // the Lease as granted: renewTime = acquireTime
+	d := stepHandoff(tr, c, fl, leaseFor(h, t0), pods, nil) // the Lease as granted: RenewTime = acquireTime
 	if d.Revoked() == nil || d.Revoked().Reason != fencingv1.ReasonRevokeRequested || d.CutOff() {
 		t.Fatalf("want token 1 revoked now as RevokeRequested, got %+v", d)
 	}

@@ -86,11 +86,11 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLeas
 		var reason fencingv1.RevocationReason
 		switch t := d.End; {
 		case t != nil && t.Kind == decision.CutOff && t.Revocation == fencingv1.ReasonPodCannotRun:
-			// Only the Lease can say why this holder stands cut off (see waitingOutCutOff).
+			// Only the Lease can say why this holder stands cut off (see WaitingOutCutOff).
 			reason = t.Revocation
 		case t != nil && t.Kind == decision.Revoke:
 			// Revoked here and now (X3): a restart before the status records it (X4) still
-			// finishes it for this reason (finishRevocationRule).
+			// finishes it for this reason (FinishRevocationRule).
 			reason = t.Revocation
 		}
 		leaserecord.CutOff(next, reason)
@@ -103,7 +103,7 @@ func (r *Reconciler) revokeOnLease(ctx context.Context, fl *fencingv1.FencedLeas
 	return next, nil
 }
 
-// tellCutOff tells the user of holder h cut off on request or because its pod cannot
+// TellCutOff tells the user of holder h cut off on request or because its pod cannot
 // run (Q2, X9): its renewals are refused from now on, and it is revoked when the lease
 // it last renewed has run out.
 func (r *Reconciler) tellCutOff(fl *fencingv1.FencedLease, h *fencingv1.Holder, d decision.Decision) {

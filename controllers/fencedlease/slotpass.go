@@ -13,7 +13,7 @@ import (
 )
 
 // beginPass reads what the slots of fl share in a pass: the labeled pods, and every
-// Lease the operator made for fl (newSlotPass).
+// Lease the operator made for fl (NewSlotPass).
 func (r *Reconciler) beginPass(ctx context.Context, fl *fencingv1.FencedLease) (*decision.SlotPass, error) {
 	pods, err := r.pods.forLease(fl.Namespace, fl.Name)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-// classify judges the Lease record and the clocks for grant h (nil: none).
+// Classify judges the Lease record and the clocks for grant h (nil: none).
 func Classify(w World, h *fencingv1.Holder) Input {
 	in := Input{World: w, H: h}
 	if h == nil {
@@ -47,7 +47,7 @@ func Classify(w World, h *fencingv1.Holder) Input {
 	return in
 }
 
-// decide is the pass's decision on what was observed, with the plan that carries it out:
+// Decide is the pass's decision on what was observed, with the plan that carries it out:
 // the writes in order, when to look again, what to remember. It is pure: the writes all
 // happen after it (Reconciler.run), and nothing after it decides again.
 func Decide(w World) Decision {
@@ -145,7 +145,7 @@ func (d *Decision) nextGrant(w World, in *Input, waiting []*corev1.Pod, delayLef
 	return waiting, adopted
 }
 
-// adoptedRecheck is how soon a grant adopted off the Lease is judged by the holder rules.
+// AdoptedRecheck is how soon a grant adopted off the Lease is judged by the holder rules.
 const AdoptedRecheck = 10 * time.Millisecond
 
 // apply runs the holder rules on in and writes their verdict into the status.
@@ -182,7 +182,7 @@ func (d *Decision) apply(in *Input) {
 	}
 }
 
-// grantRule: with no holder, not suspended, not being deleted and tokens left, the
+// GrantRule: with no holder, not suspended, not being deleted and tokens left, the
 // oldest candidate — or the successor a hand-off named — is granted the next token (G1).
 func GrantRule(w World, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) (Transition, bool) {
 	fl := w.Fl

@@ -19,25 +19,25 @@ type grantKey struct {
 	token int64
 }
 
-// renewal is when this process last saw grant (uid, token) renew.
+// Renewal is when this process last saw grant (uid, token) renew.
 type Renewal struct {
 	UID   types.UID
 	Token int64
-	// renewTime is the Lease's renewTime as the holder wrote it: compared for change
+	// RenewTime is the Lease's RenewTime as the holder wrote it: compared for change
 	// only, never against this process's clock.
 	RenewTime *metav1.MicroTime
-	// observedAt is when this process saw renewTime change, or first looked at the grant;
+	// ObservedAt is when this process saw RenewTime change, or first looked at the grant;
 	// zero before its first look. It carries a monotonic reading, so wall-clock steps do
 	// not move a deadline.
 	ObservedAt time.Time
-	// seenRenewing: observedAt is a renewal this process saw happen, not its first look.
+	// SeenRenewing: ObservedAt is a renewal this process saw happen, not its first look.
 	SeenRenewing bool
 }
 
-// observe is r after a look, at at, at the renewTime the Lease shows for the grant (nil:
-// the Lease does not show it). A renewTime different from the last one seen counts as a
+// Observe is r after a look, at at, at the RenewTime the Lease shows for the grant (nil:
+// the Lease does not show it). A RenewTime different from the last one seen counts as a
 // renewal at at; the first look counts as one too, which gives every holder a full
-// duration after a restart. A nil renewTime is never a renewal, but it still starts the
+// duration after a restart. A nil RenewTime is never a renewal, but it still starts the
 // clock of a grant looked at for the first time.
 func (r Renewal) Observe(renewTime *metav1.MicroTime, at time.Time) Renewal {
 	switch {
@@ -49,62 +49,62 @@ func (r Renewal) Observe(renewTime *metav1.MicroTime, at time.Time) Renewal {
 	return r
 }
 
-// grantRecord is all this process remembers of one grant, on its own clock.
+// GrantRecord is all this process remembers of one grant, on its own clock.
 type GrantRecord struct {
 	Renewal
-	// settled: the last pass kept the grant with nothing of it waiting for a renewal, so
+	// Settled: the last pass kept the grant with nothing of it waiting for a renewal, so
 	// a renewal is observed as its Lease event arrives and queues no pass (renewals.go).
 	Settled bool
-	// handoffSince is when this process asked the grant to hand off, or first saw it
+	// HandoffSince is when this process asked the grant to hand off, or first saw it
 	// asked; zero when it is not.
 	HandoffSince time.Time
-	// revoking is the revocation this process decided and began on the Lease (X3), until
+	// Revoking is the revocation this process decided and began on the Lease (X3), until
 	// the status records it (X4); zero before.
 	Revoking PendingRevocation
-	// newer is the last answer to "which waiting pod is of a newer revision of the
+	// Newer is the last answer to "which waiting pod is of a newer revision of the
 	// holder's workload", for the candidates it was asked about: asked again only when
 	// they change, and still known when the holder pod is gone.
 	Newer NewerRevisionAnswer
-	// delaySince is when the lock-delay after this grant's revocation began (X8): when
+	// DelaySince is when the lock-delay after this grant's revocation began (X8): when
 	// this process revoked it, or first saw it revoked.
 	DelaySince time.Time
-	// grantedOnLeaseAt is when this process wrote the grant on the Lease ahead of the
+	// GrantedOnLeaseAt is when this process wrote the grant on the Lease ahead of the
 	// status (G2 on an idle FencedLease).
 	GrantedOnLeaseAt time.Time
 }
 
 func (g GrantRecord) Key() grantKey { return grantKey{g.UID, g.Token} }
 
-// newerRevisionAnswer is a remembered newerRevision lookup: successor (empty: none) for
+// NewerRevisionAnswer is a remembered newerRevision lookup: successor (empty: none) for
 // the candidates whose UIDs, in order, make up candidates.
 type NewerRevisionAnswer struct {
 	Candidates string
 	Successor  types.UID
 }
 
-// pendingRevocation is a revocation decided with its reason and lateness, kept so a
+// PendingRevocation is a revocation decided with its reason and lateness, kept so a
 // reconcile that finishes it after a failed status write records what was decided.
 type PendingRevocation struct {
 	Reason   fencingv1.RevocationReason
 	message  string
 	Lateness time.Duration
-	// at is when it was decided, on this clock: the revocation's time and the start of
+	// At is when it was decided, on this clock: the revocation's time and the start of
 	// its lock-delay, however much later the status records it.
 	At time.Time
 	// handedOverAt is when this process's compare-and-swap also named the next grant on
 	// the Lease (the hand-over); zero when it only cleared it. The status write that
-	// records both waits from here for the new holder's first renewal (statusCoalesce).
+	// records both waits from here for the new holder's first renewal (StatusCoalesce).
 	handedOverAt time.Time
-	// podsFollowed: that hand-over's pass also marked the pods (X5); a Warm successor's
+	// PodsFollowed: that hand-over's pass also marked the pods (X5); a Warm successor's
 	// pass writes the Lease alone (P1), and the old holder's pod is marked later.
 	PodsFollowed bool
 }
 
-// recall is what a pass knows of one FencedLease's grants: read once when it begins
+// Recall is what a pass knows of one FencedLease's grants: read once when it begins
 // (a copy), and written back once when it ends (remember).
 type Recall map[grantKey]GrantRecord
 
-// of is the record of grant (uid, token): empty, with its key, when there is none.
+// Of is the record of grant (uid, token): empty, with its key, when there is none.
 func (c Recall) Of(uid types.UID, token int64) GrantRecord {
 	if g, ok := c[grantKey{uid, token}]; ok {
 		return g
@@ -112,7 +112,7 @@ func (c Recall) Of(uid types.UID, token int64) GrantRecord {
 	return GrantRecord{Renewal: Renewal{UID: uid, Token: token}}
 }
 
-// grantMemory holds, per FencedLease and slot, the records of the grants it still needs.
+// GrantMemory holds, per FencedLease and slot, the records of the grants it still needs.
 type GrantMemory struct {
 	clock clock.PassiveClock
 
@@ -124,15 +124,15 @@ func NewGrantMemory(c clock.PassiveClock) *GrantMemory {
 	return &GrantMemory{clock: c, ByLease: map[types.NamespacedName]map[int32]Recall{}}
 }
 
-// read is a copy of what is remembered of the grants of slot key.
+// Read is a copy of what is remembered of the grants of slot key.
 func (m *GrantMemory) Read(key SlotKey) Recall {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.ByLease[key.Lease][key.Slot])
 }
 
-// write replaces what is remembered of slot key with next, a pass's outcome. A renewal
-// that a Lease event recorded while the pass ran (renewedOnEvent) is newer than the
+// Write replaces what is remembered of slot key with next, a pass's outcome. A renewal
+// that a Lease event recorded while the pass ran (RenewedOnEvent) is newer than the
 // pass's own look, and is kept.
 func (m *GrantMemory) Write(key SlotKey, next Recall) {
 	m.mu.Lock()
@@ -158,7 +158,7 @@ func (m *GrantMemory) Write(key SlotKey, next Recall) {
 	slots[key.Slot] = next
 }
 
-// renewedOnEvent records renewTime, which a Lease event brought, as a renewal of grant
+// RenewedOnEvent records RenewTime, which a Lease event brought, as a renewal of grant
 // (uid, token) seen now, and is true, when that grant is settled: nothing but its expiry
 // is waiting, and the pass its expiry timer brings judges it on this observation. False,
 // recording nothing, for any other grant: the event then queues a pass, which observes.
@@ -176,7 +176,7 @@ func (m *GrantMemory) RenewedOnEvent(key SlotKey, uid types.UID, token int64, re
 	return true
 }
 
-// forget drops what is known of a FencedLease that is gone.
+// Forget drops what is known of a FencedLease that is gone.
 func (m *GrantMemory) Forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

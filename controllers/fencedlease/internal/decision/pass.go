@@ -10,7 +10,7 @@ import (
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-// newSlotPass is the pass over fl's slots, given its labeled pods and the records of every
+// NewSlotPass is the pass over fl's slots, given its labeled pods and the records of every
 // Lease the operator made for it: the token floor is the highest they carry, so a
 // re-created FencedLease continues above the tokens of slots it no longer has.
 func NewSlotPass(fl *fencingv1.FencedLease, pods []corev1.Pod, onLease leaserecord.Slots) *SlotPass {
@@ -38,7 +38,7 @@ func grantAboveSlot0(recs leaserecord.Slots) bool {
 	return false
 }
 
-// frame is slot i as this pass judges it.
+// Frame is slot i as this pass judges it.
 func (p *SlotPass) Frame(i int32) SlotFrame {
 	fl := p.Fl
 	s := SlotFrame{Index: i, Pass: p, NoGrant: p.Skipped, Recorded: SlotRecorded(&fl.Status, i)}
@@ -49,8 +49,8 @@ func (p *SlotPass) Frame(i int32) SlotFrame {
 	return s
 }
 
-// view is what slot i judges: the FencedLease itself for one grant, else the slot's view
-// of it (slotView) as the earlier slots of this pass left it.
+// View is what slot i judges: the FencedLease itself for one grant, else the slot's view
+// of it (SlotView) as the earlier slots of this pass left it.
 func (p *SlotPass) View(i int32) *fencingv1.FencedLease {
 	if !p.Sharded {
 		return p.Next.DeepCopy()
@@ -58,7 +58,7 @@ func (p *SlotPass) View(i int32) *fencingv1.FencedLease {
 	return SlotView(p.Next, i, p.Floor)
 }
 
-// indices are the slots the pass judges: those of the status (slotIndices), and any
+// Indices are the slots the pass judges: those of the status (SlotIndices), and any
 // whose Lease names a grant the status does not list (made on the Lease just before
 // spec.holders was lowered): that grant is adopted and asked to hand off like any.
 func (p *SlotPass) Indices() []int32 {
@@ -75,7 +75,7 @@ func (p *SlotPass) Indices() []int32 {
 	return out
 }
 
-// othersOf are the pods the slots other than i name — holder, last revoked, hand-off
+// OthersOf are the pods the slots other than i name — holder, last revoked, hand-off
 // successor; in the status, on their Lease, or in a decision of this pass — and whether
 // one of them has a holder still.
 func (p *SlotPass) OthersOf(i int32) (map[types.UID]bool, bool) {
@@ -130,7 +130,7 @@ func (p *SlotPass) OthersOf(i int32) (map[types.UID]bool, bool) {
 	return others, held
 }
 
-// decided records slot i's decision d, taken on w: the pods it names, the token floor it
+// Decided records slot i's decision d, taken on w: the pods it names, the token floor it
 // raised, and — when it changes the status (records) — its status in the projection the pass writes.
 func (p *SlotPass) Decided(i int32, w World, d Decision, records bool) {
 	p.Floor = max(p.Floor, d.Status.FencingToken)
@@ -160,7 +160,7 @@ func (p *SlotPass) Decided(i int32, w World, d Decision, records bool) {
 	}
 }
 
-// projected is the status the pass writes: every recorded decision, and what the status
+// Projected is the status the pass writes: every recorded decision, and what the status
 // says of the whole FencedLease recomputed for a FencedLease with slots.
 func (p *SlotPass) Projected() *fencingv1.FencedLease {
 	next := p.Next.DeepCopy()
@@ -180,7 +180,7 @@ func newToken(w World, d Decision) int64 {
 	return 0
 }
 
-// grantsOnLease: the decision's new token lands on the slot's Lease before the status
+// GrantsOnLease: the decision's new token lands on the slot's Lease before the status
 // write — handed over in its compare-and-swap, or granted there with the status waiting.
 func GrantsOnLease(w World, d Decision) bool {
 	return newToken(w, d) > 0 && (d.handsOver() || !d.Plan.Has(WriteStatus))
@@ -191,7 +191,7 @@ func grantsInStatus(w World, d Decision) bool {
 	return newToken(w, d) > 0 && !GrantsOnLease(w, d)
 }
 
-// grantStep is the step of decision d that carries its new token to the Lease.
+// GrantStep is the step of decision d that carries its new token to the Lease.
 func GrantStep(d Decision) StepKind {
 	if d.handsOver() {
 		return CutLease

@@ -67,10 +67,10 @@ func planFor(w World, d Decision) Plan {
 	return p
 }
 
-// grantSettles is true when the pass keeps the grant with nothing of it left waiting for a
+// GrantSettles is true when the pass keeps the grant with nothing of it left waiting for a
 // renewal: the status records its first renewal, no hand-off was asked, no revocation is
 // requested, the FencedLease is not being deleted; so only its expiry is due, on the timer
-// this pass sets (keepRule), and its renewals need queue no pass (renewals.go).
+// this pass sets (KeepRule), and its renewals need queue no pass (renewals.go).
 func GrantSettles(fl *fencingv1.FencedLease, d Decision) bool {
 	h := d.Status.Holder
 	return h != nil && d.End != nil && d.End.Kind == Keep && d.Grant == nil && d.StatusWait == 0 && d.RequeueAfter > 0 &&

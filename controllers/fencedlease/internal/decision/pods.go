@@ -19,7 +19,7 @@ func successorWaits(pods []corev1.Pod, uid types.UID) bool {
 	return p != nil && p.DeletionTimestamp == nil && !grantorder.Finished(p) && grantorder.PodState(p) == fencingv1.PodWaiting
 }
 
-// findPod finds the pod with uid among pods.
+// FindPod finds the pod with uid among pods.
 func FindPod(pods []corev1.Pod, uid types.UID) *corev1.Pod {
 	for i := range pods {
 		if pods[i].UID == uid {
@@ -29,7 +29,7 @@ func FindPod(pods []corev1.Pod, uid types.UID) *corev1.Pod {
 	return nil
 }
 
-// findCandidate finds the candidate with uid; nil when uid is empty or not among them.
+// FindCandidate finds the candidate with uid; nil when uid is empty or not among them.
 func FindCandidate(cands []*corev1.Pod, uid types.UID) *corev1.Pod {
 	for _, c := range cands {
 		if uid != "" && c.UID == uid {
@@ -39,13 +39,13 @@ func FindCandidate(cands []*corev1.Pod, uid types.UID) *corev1.Pod {
 	return nil
 }
 
-// parseToken and formatToken read and write a token annotation, on pods as on Leases.
+// ParseToken and FormatToken read and write a token annotation, on pods as on Leases.
 var (
 	ParseToken  = leaserecord.ParseToken
 	FormatToken = leaserecord.FormatToken
 )
 
-// unschedulableBound is how long a granted pod that never renewed may stay unschedulable,
+// UnschedulableBound is how long a granted pod that never renewed may stay unschedulable,
 // on the controller's clock from the grant, before it is revoked (PodCannotStart): long
 // enough for a scheduler retry and a preemption, short of a cluster autoscaler's node.
 const UnschedulableBound = 60 * time.Second
@@ -86,7 +86,7 @@ func endedOnPod(p *corev1.Pod, token int64) bool {
 	return (st == fencingv1.PodReleased || st == fencingv1.PodRevoked) && leaserecord.ParseToken(p.Annotations) == token
 }
 
-// notAwaitingW1 leaves out of cands, when fl is Warm, the pods W1 has not let run yet:
+// NotAwaitingW1 leaves out of cands, when fl is Warm, the pods W1 has not let run yet:
 // one that arrived after this reconcile's W1 looked is let run by the next, not granted
 // as a Cold candidate by this one.
 func NotAwaitingW1(fl *fencingv1.FencedLease, cands []*corev1.Pod) []*corev1.Pod {
@@ -96,7 +96,7 @@ func NotAwaitingW1(fl *fencingv1.FencedLease, cands []*corev1.Pod) []*corev1.Pod
 	return slices.DeleteFunc(cands, AwaitsStandby)
 }
 
-// awaitsStandby: p awaits its grant, still gated, and no one decided its standby yet.
+// AwaitsStandby: p awaits its grant, still gated, and no one decided its standby yet.
 func AwaitsStandby(p *corev1.Pod) bool {
 	_, decided := p.Annotations[fencingv1.StandbyAnnotation]
 	return !decided && AwaitsGrant(p) && hasOurGate(p)
@@ -106,7 +106,7 @@ func hasOurGate(p *corev1.Pod) bool {
 	return len(WithoutGate(p.Spec.SchedulingGates)) != len(p.Spec.SchedulingGates)
 }
 
-// awaitsGrant: p is a candidate that was never granted and can still be.
+// AwaitsGrant: p is a candidate that was never granted and can still be.
 func AwaitsGrant(p *corev1.Pod) bool {
 	_, granted := p.Annotations[fencingv1.TokenAnnotation]
 	return !granted && p.DeletionTimestamp == nil && !grantorder.Finished(p) && grantorder.PodState(p) == fencingv1.PodWaiting

@@ -6,20 +6,20 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// landed says which of a plan's writes took effect (a write that found nothing to change
+// Landed says which of a plan's writes took effect (a write that found nothing to change
 // counts as landed).
 type Landed struct {
-	// leaseCut: the compare-and-swap that ended the grant on the Lease (X3, C1).
+	// LeaseCut: the compare-and-swap that ended the grant on the Lease (X3, C1).
 	LeaseCut bool
-	// status: the status now records the decision.
+	// Status: the status now records the decision.
 	Status bool
-	// lease: the Lease now shows the status.
+	// Lease: the Lease now shows the status.
 	Lease bool
-	// all: every step of the plan.
+	// All: every step of the plan.
 	All bool
 }
 
-// remember is what this process knows of the FencedLease's grants once a pass is over:
+// Remember is what this process knows of the FencedLease's grants once a pass is over:
 // what it observed, and what took effect of what it decided. It is the only writer of
 // the grant memory in a pass; now is read after the writes. Records of grants nobody
 // names any more — not the status, before or after, nor the Lease — are dropped.

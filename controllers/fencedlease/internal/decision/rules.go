@@ -18,7 +18,7 @@ type rule struct {
 // chain is a list of rules; the first that applies decides.
 type chain []rule
 
-// evaluate returns the transition of the first rule that applies, named after it.
+// Evaluate returns the transition of the first rule that applies, named after it.
 func (c chain) Evaluate(in *Input) (Transition, bool) {
 	for _, r := range c {
 		if t, ok := r.applies(in); ok {
@@ -30,7 +30,7 @@ func (c chain) Evaluate(in *Input) (Transition, bool) {
 	return Transition{}, false
 }
 
-// holderRules judge the grant the status names, in this order (doc.go gives the steps
+// HolderRules judge the grant the status names, in this order (doc.go gives the steps
 // they cite). The last one always applies.
 var HolderRules = chain{
 	{"foreign Lease", ForeignLeaseRule},
@@ -50,7 +50,7 @@ var HolderRules = chain{
 	{"keep", KeepRule},
 }
 
-// foreignLeaseRule: a Lease of this name that the operator did not create is never
+// ForeignLeaseRule: a Lease of this name that the operator did not create is never
 // adopted or written (A3). A deleted FencedLease still revokes its holder, so deletion is
 // never blocked; otherwise the grant is kept as the status has it.
 func ForeignLeaseRule(in *Input) (Transition, bool) {
@@ -63,7 +63,7 @@ func ForeignLeaseRule(in *Input) (Transition, bool) {
 	return Transition{Kind: Keep, RequeueAfter: ConflictRecheck}, true
 }
 
-// finishRevocationRule: the Lease shows this grant cut off (X3 done), or already handed
+// FinishRevocationRule: the Lease shows this grant cut off (X3 done), or already handed
 // over to the next grant (X3 with G2), and the status does not record the revocation (X4
 // failed: a conflict, a crash). Finish it with the reason it was decided for — this
 // process remembers it (with its lateness) until X4 lands; a restarted one reads it off
@@ -90,10 +90,10 @@ func FinishRevocationRule(in *Input) (Transition, bool) {
 		if in.Holder != nil && grantorder.PodState(in.Holder) == fencingv1.PodRevoked && endedOnPod(in.Holder, in.H.Token) {
 			// Its revocation was decided before a crash: the pod is marked (X5). Finish it
 			// now; waiting the lease out again would mark the pod Holding again. (A pod
-			// marked Released is gone or finished: releasedRule judges it again.)
+			// marked Released is gone or finished: ReleasedRule judges it again.)
 			return cutOffRevocation(in), true
 		}
-		return Transition{}, false // cut off on purpose (C1): cutOffRunsOutRule
+		return Transition{}, false // cut off on purpose (C1): CutOffRunsOutRule
 	}
 	return Transition{Kind: Revoke, Revocation: ExpiryReason(in.Started, false)}, true
 }
@@ -111,9 +111,9 @@ func revokedOnLease(rec leaserecord.Record) (fencingv1.RevocationReason, bool) {
 	return "", false
 }
 
-// cannotStartRule: before its first renewal the holder pod reports that it cannot start
+// CannotStartRule: before its first renewal the holder pod reports that it cannot start
 // — a container in an image pull back-off or crash loop, a bad container config, phase
-// Failed, or unschedulable for unschedulableBound (X7). Waiting out the startup deadline
+// Failed, or unschedulable for UnschedulableBound (X7). Waiting out the startup deadline
 // would only keep the next candidate waiting: revoke now. A renewal sent meanwhile would
 // make the pod started, so the Lease is cleared first and such a renewal wins.
 func CannotStartRule(in *Input) (Transition, bool) {
@@ -123,7 +123,7 @@ func CannotStartRule(in *Input) (Transition, bool) {
 	return Transition{Kind: Revoke, Revocation: fencingv1.ReasonPodCannotStart, Message: in.cannotStart, LeaseFirst: true}, true
 }
 
-// releasedRule: the holder pod finished or is gone, or the holder cleared holderIdentity
+// ReleasedRule: the holder pod finished or is gone, or the holder cleared holderIdentity
 // on its own Lease (L1, L2). A terminating pod keeps its grant until it is gone: its
 // containers may still run.
 func ReleasedRule(in *Input) (Transition, bool) {
@@ -141,7 +141,7 @@ func ReleasedRule(in *Input) (Transition, bool) {
 	return Transition{Kind: Release, Release: reason}, true
 }
 
-// cutOffRunsOutRule: the holder stands cut off (C1: a hand-off grace period ended, or a
+// CutOffRunsOutRule: the holder stands cut off (C1: a hand-off grace period ended, or a
 // revoke was requested). It is revoked once the lease it last renewed has run out, so a
 // holder that keeps its own deadline has stopped by then (C2) — or at once when it never
 // renewed: it never ran.
@@ -169,7 +169,7 @@ func cutOffRevocation(in *Input) Transition {
 	return Transition{Kind: Revoke, Revocation: ExpiryReason(in.Started, true)}
 }
 
-// deletingRule: a FencedLease being deleted revokes its holder (D1) — one standing cut
+// DeletingRule: a FencedLease being deleted revokes its holder (D1) — one standing cut
 // off too, at once as any holder: the finalizer goes only once no holder remains.
 func DeletingRule(in *Input) (Transition, bool) {
 	if in.Fl.DeletionTimestamp == nil {
@@ -178,7 +178,7 @@ func DeletingRule(in *Input) (Transition, bool) {
 	return Transition{Kind: Revoke, Revocation: fencingv1.ReasonFencedLeaseDeleted}, true
 }
 
-// labelRemovedRule: the holder pod is still there, maybe running, without the label that
+// LabelRemovedRule: the holder pod is still there, maybe running, without the label that
 // made it a candidate: not a release. Revoke it (A2).
 func LabelRemovedRule(in *Input) (Transition, bool) {
 	if in.Holder.Labels[fencingv1.LeaseLabel] == in.Fl.Name {
@@ -187,7 +187,7 @@ func LabelRemovedRule(in *Input) (Transition, bool) {
 	return Transition{Kind: Revoke, Revocation: fencingv1.ReasonLabelRemoved}, true
 }
 
-// expiredRule: no renewal observed for the grant's limit — the startup deadline until it
+// ExpiredRule: no renewal observed for the grant's limit — the startup deadline until it
 // first renewed, its lease duration after (X2). The Lease is cleared first (X3).
 func ExpiredRule(in *Input) (Transition, bool) {
 	if in.left > 0 {
@@ -197,7 +197,7 @@ func ExpiredRule(in *Input) (Transition, bool) {
 		Revocation: ExpiryReason(in.Started, in.H.Handoff != nil && in.graceLeft <= 0)}, true
 }
 
-// cannotRunRule: after its first renewal, a container of the holder pod reports that it
+// CannotRunRule: after its first renewal, a container of the holder pod reports that it
 // cannot run — a crash loop (repeated OOM kills too), a config that broke since (X9) —
 // while the pod renews (its agent sidecar does, whatever the workload does). Waiting for
 // the lease to run out would keep a grant that does no work for as long as the sidecar
@@ -222,7 +222,7 @@ func cannotRunMessage(in *Input) string {
 	return "a container could not run when the holder was cut off"
 }
 
-// revokeRequestedRule: the FencedLease asks to revoke exactly this grant (Q1). One that
+// RevokeRequestedRule: the FencedLease asks to revoke exactly this grant (Q1). One that
 // never renewed never ran, and the compare-and-swap refuses the first renewal it may be
 // sending: revoke at once. Otherwise cut it off now (Q2) and revoke when its lease has run
 // out (C2).
@@ -236,7 +236,7 @@ func RevokeRequestedRule(in *Input) (Transition, bool) {
 	return Transition{Kind: CutOff, Revocation: fencingv1.ReasonRevokeRequested, LeaseFirst: true, RequeueAfter: in.left}, true
 }
 
-// handoffTimeoutRule: asked to hand off, the holder did not release within the grace
+// HandoffTimeoutRule: asked to hand off, the holder did not release within the grace
 // period: cut it off (H3, C1).
 func HandoffTimeoutRule(in *Input) (Transition, bool) {
 	if in.H.Handoff == nil || in.graceLeft > 0 {
@@ -245,7 +245,7 @@ func HandoffTimeoutRule(in *Input) (Transition, bool) {
 	return Transition{Kind: CutOff, Revocation: fencingv1.ReasonHandoffTimeout, LeaseFirst: true, RequeueAfter: in.left}, true
 }
 
-// handoffWithdrawnRule: the successor a hand-off named no longer waits — deleted by a
+// HandoffWithdrawnRule: the successor a hand-off named no longer waits — deleted by a
 // rollback or a user — before the holder released or the grace period ended: the request
 // is withdrawn, and the holder keeps its grant (H5) instead of being cut off for a
 // successor that will never come. A newer one, if one waits, is asked for anew.
@@ -259,7 +259,7 @@ func HandoffWithdrawnRule(in *Input) (Transition, bool) {
 	return Transition{Kind: WithdrawHandoff, RequeueAfter: in.left}, true
 }
 
-// slotRemovedRule: lowering spec.holders removed the holder's slot: ask it to hand off
+// SlotRemovedRule: lowering spec.holders removed the holder's slot: ask it to hand off
 // (H1) with no successor — none follows in this slot — so it releases at a safe point
 // within the grace period, or is cut off when that ends (H3). Raising spec.holders again
 // before then withdraws the request (H5).
@@ -275,7 +275,7 @@ func SlotRemovedRule(in *Input) (Transition, bool) {
 	}}, true
 }
 
-// askHandoffRule: a Cold pod of a newer revision of the holder's own workload waits: ask
+// AskHandoffRule: a Cold pod of a newer revision of the holder's own workload waits: ask
 // the holder to hand off to it (H1), once the holder has started (renewed): one that has
 // not cannot release, and a grace period that ran while its pod was still starting would
 // cut it off before it ever worked — over and over while a rollout to an image that
@@ -296,7 +296,7 @@ func AskHandoffRule(in *Input) (Transition, bool) {
 	}}, true
 }
 
-// keepRule: the grant holds; look again when it could next run out.
+// KeepRule: the grant holds; look again when it could next run out.
 func KeepRule(in *Input) (Transition, bool) {
 	next := in.left
 	if in.H.Handoff != nil {
@@ -308,7 +308,7 @@ func KeepRule(in *Input) (Transition, bool) {
 	return Transition{Kind: Keep, RequeueAfter: next}, true
 }
 
-// expiryReason names a revocation decided by the clock. One that never renewed never ran,
+// ExpiryReason names a revocation decided by the clock. One that never renewed never ran,
 // whatever else happened: its pod must go (see mustDelete).
 func ExpiryReason(started, handoffTimedOut bool) fencingv1.RevocationReason {
 	switch {

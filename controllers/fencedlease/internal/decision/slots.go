@@ -20,21 +20,21 @@ import (
 // differs is framed here: the slot's Lease, which pods the slot may see, whether it may
 // grant, and how its status is merged into the one the pass writes (slotstatus.go).
 
-// slotFrame is the slot a pass judges (slotPass.frame). Slot 0 of a FencedLease without
+// SlotFrame is the slot a pass judges (SlotPass.frame). Slot 0 of a FencedLease without
 // slots is not sharded: its view is the FencedLease itself.
 type SlotFrame struct {
 	Index int32
-	// sharded: the FencedLease has slots; its status lists them (status.slots).
+	// Sharded: the FencedLease has slots; its status lists them (status.slots).
 	Sharded bool
-	// recorded is the highest token the status records for this slot's grants
-	// (slotRecorded): a grant on its Lease above it is one the status does not record yet.
+	// Recorded is the highest token the status records for this slot's grants
+	// (SlotRecorded): a grant on its Lease above it is one the status does not record yet.
 	Recorded int64
-	// retired: the slot is at or above spec.holders: it grants no one, and its holder
+	// Retired: the slot is at or above spec.holders: it grants no one, and its holder
 	// is asked to hand off.
 	Retired bool
-	// ordinal: only the pod whose StatefulSet index is index may be granted this slot.
+	// Ordinal: only the pod whose StatefulSet index is index may be granted this slot.
 	Ordinal bool
-	// noGrant: an earlier slot of this pass could not be judged (its view was behind this
+	// NoGrant: an earlier slot of this pass could not be judged (its view was behind this
 	// process's own writes): this one judges its holder but grants no one, so it never
 	// takes the pod the earlier slot would have.
 	NoGrant bool
@@ -45,7 +45,7 @@ type SlotFrame struct {
 	// othersHeld: another slot still has a holder, so a deleted FencedLease keeps its
 	// finalizer.
 	othersHeld bool
-	// pass is what the slots of this pass share (slotpass.go).
+	// Pass is what the slots of this pass share (slotpass.go).
 	Pass *SlotPass
 }
 
@@ -55,41 +55,41 @@ func sharded(fl *fencingv1.FencedLease) bool {
 	return fl.Spec.Holders > 1 || len(fl.Status.Slots) > 0
 }
 
-// holdersOf is spec.holders; omitted is 1.
+// HoldersOf is spec.holders; omitted is 1.
 func HoldersOf(fl *fencingv1.FencedLease) int32 {
 	return max(fl.Spec.Holders, 1)
 }
 
-// leaseKey is the key of the slot's Lease.
+// LeaseKey is the key of the slot's Lease.
 func (s SlotFrame) LeaseKey(fl *fencingv1.FencedLease) types.NamespacedName {
 	return types.NamespacedName{Namespace: fl.Namespace, Name: fencingv1.SlotLeaseName(fl.Name, s.Index)}
 }
 
-// slotKey names one slot of a FencedLease in the grant memory; a FencedLease without
+// SlotKey names one slot of a FencedLease in the grant memory; a FencedLease without
 // slots is slot 0, so its memory survives the change to slots and back.
 type SlotKey struct {
 	Lease types.NamespacedName
 	Slot  int32
 }
 
-// memoryKey is the key the grant memory keeps the slot's grants under.
+// MemoryKey is the key the grant memory keeps the slot's grants under.
 func (s SlotFrame) MemoryKey(key types.NamespacedName) SlotKey {
 	return SlotKey{key, s.Index}
 }
 
-// slotLease names the Lease of one slot of one FencedLease, by the FencedLease's UID: a
+// SlotLease names the Lease of one slot of one FencedLease, by the FencedLease's UID: a
 // FencedLease re-created under the same name is another owner.
 type SlotLease struct {
 	Owner types.UID
 	slot  int32
 }
 
-// leaseOwner is who the slot's Lease is recorded as created for (ownWrites).
+// LeaseOwner is who the slot's Lease is recorded as created for (ownWrites).
 func (s SlotFrame) LeaseOwner(fl *fencingv1.FencedLease) SlotLease {
 	return SlotLease{fl.UID, s.Index}
 }
 
-// visible are the pods of pods this slot may see: all but the others'. In a pass they are
+// Visible are the pods of pods this slot may see: all but the others'. In a pass they are
 // written into the pass's scratch slice, which the next slot reuses: a slot's world lets
 // go of them once it is judged (judgeSlot).
 func (s SlotFrame) Visible(pods []corev1.Pod) []corev1.Pod {
@@ -111,7 +111,7 @@ func (s SlotFrame) Visible(pods []corev1.Pod) []corev1.Pod {
 	return out
 }
 
-// mayGrant filters waiting, the candidates in grant order, to those this slot may be
+// MayGrant filters waiting, the candidates in grant order, to those this slot may be
 // granted: none for a retired slot; under Ordinal, the pod of its index alone.
 func (s SlotFrame) MayGrant(waiting []*corev1.Pod) []*corev1.Pod {
 	switch {
@@ -142,40 +142,40 @@ func podIndex(p *corev1.Pod) (int32, bool) {
 	return int32(i), true
 }
 
-// slotPass is what the slots of one pass share.
+// SlotPass is what the slots of one pass share.
 type SlotPass struct {
-	// fl is the FencedLease as the pass read it, then as it wrote it; pods are its labeled
+	// Fl is the FencedLease as the pass read it, then as it wrote it; pods are its labeled
 	// pods as the pass began.
 	Fl   *fencingv1.FencedLease
 	Pods []corev1.Pod
-	// sharded: fl has slots (status.slots); otherwise its one grant is slot 0, recorded in
+	// Sharded: fl has slots (status.slots); otherwise its one grant is slot 0, recorded in
 	// status.holder.
 	Sharded bool
-	// next is fl with the status the decisions of this pass project so far: each slot that
-	// records its decision merges it in (withSlot), in order, so a later slot's view counts
+	// Next is fl with the status the decisions of this pass project so far: each slot that
+	// records its decision merges it in (WithSlot), in order, so a later slot's view counts
 	// on it; the pass writes it once.
 	Next *fencingv1.FencedLease
-	// floor is the highest token any slot's Lease carried when the pass began, or a slot
+	// Floor is the highest token any slot's Lease carried when the pass began, or a slot
 	// of this pass decided: no slot grants one at or below it, whether or not the status
 	// records it yet (a grant made on its Lease first).
 	Floor int64
-	// onLease is what each slot's Lease named when the pass began; pending the pods of
+	// OnLease is what each slot's Lease named when the pass began; pending the pods of
 	// the grants there that the status does not record yet.
 	OnLease leaserecord.Slots
 	pending map[types.UID]bool
-	// claimed are, per slot judged in this pass, the pods its decision names: the grant
+	// Claimed are, per slot judged in this pass, the pods its decision names: the grant
 	// that ended and the one that holds now.
 	Claimed map[int32][]types.UID
 	// notes are what keeps each slot judged in this pass from granting (slotNotes).
 	notes slotNotes
-	// scratch holds the pods the slot being judged sees (slotFrame.visible).
+	// scratch holds the pods the slot being judged sees (SlotFrame.visible).
 	scratch []corev1.Pod
-	// finishedNow caches slotPass.finished until the projection or the notes change; nil:
+	// finishedNow caches SlotPass.finished until the projection or the notes change; nil:
 	// not judged yet.
 	finishedNow *bool
-	// finalized: a slot releases the finalizer of the deleted FencedLease.
+	// Finalized: a slot releases the finalizer of the deleted FencedLease.
 	Finalized bool
-	// skipped: a slot could not be judged (its view was behind this controller's own
+	// Skipped: a slot could not be judged (its view was behind this controller's own
 	// writes), or granted a token the status write is the first to record
 	// (grantsInStatus), so the slots after it grant no one in this pass.
 	Skipped bool

@@ -15,7 +15,7 @@ import (
 	"github.com/fencedlease/fencedlease/internal/grantorder"
 )
 
-// slotIndices are the slots a pass judges: 0 to spec.holders-1, then every slot above
+// SlotIndices are the slots a pass judges: 0 to spec.holders-1, then every slot above
 // that the status still lists with a holder (removed by lowering spec.holders, draining).
 func SlotIndices(fl *fencingv1.FencedLease) []int32 {
 	n := HoldersOf(fl)
@@ -31,7 +31,7 @@ func SlotIndices(fl *fencingv1.FencedLease) []int32 {
 	return out
 }
 
-// slotOf is slot i as status st records it; a status without slots records slot 0 in
+// SlotOf is slot i as status st records it; a status without slots records slot 0 in
 // holder and lastRevocation (spec.holders raised from 1), and every token up to
 // fencingToken as its grants'.
 func SlotOf(st *fencingv1.FencedLeaseStatus, i int32) fencingv1.Slot {
@@ -46,7 +46,7 @@ func SlotOf(st *fencingv1.FencedLeaseStatus, i int32) fencingv1.Slot {
 	return fencingv1.Slot{Slot: i}
 }
 
-// slotView is fl as slot i sees it: a FencedLease of one grant, the slot's, with the
+// SlotView is fl as slot i sees it: a FencedLease of one grant, the slot's, with the
 // token counter at least floor (the highest token any slot's Lease carries, or this
 // pass granted).
 func SlotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.FencedLease {
@@ -66,8 +66,8 @@ func SlotView(fl *fencingv1.FencedLease, i int32, floor int64) *fencingv1.Fenced
 	return v
 }
 
-// withSlot is fl's status with slot i as its view's decided status v has it; what it says
-// of the whole FencedLease is left to finishSlots.
+// WithSlot is fl's status with slot i as its view's decided status v has it; what it says
+// of the whole FencedLease is left to FinishSlots.
 func WithSlot(fl *fencingv1.FencedLease, i int32, v *fencingv1.FencedLeaseStatus) fencingv1.FencedLeaseStatus {
 	st := *fl.Status.DeepCopy()
 	if len(st.Slots) == 0 {
@@ -97,7 +97,7 @@ func mergedSlot(st *fencingv1.FencedLeaseStatus, i int32, v *fencingv1.FencedLea
 	return s
 }
 
-// finishSlots lists exactly the slots of fl — 0 to spec.holders-1, and removed ones
+// FinishSlots lists exactly the slots of fl — 0 to spec.holders-1, and removed ones
 // while a holder drains — in order, and recomputes what the status says of the whole
 // FencedLease: waiting, holding, the conditions. A FencedLease lowered to one slot keeps
 // listing it: going back to status.holder could lose a grant its Lease records and the
@@ -205,8 +205,8 @@ func setSlotConditions(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLeas
 
 // sameSlotStatus is true when writing slot i as view status v decided it would change
 // nothing in the status pass p projects. It compares without merging the whole status
-// (withSlot): the slot and the counters, then what the status says of the whole
-// FencedLease, judged once until a decision moves it (slotPass.finished).
+// (WithSlot): the slot and the counters, then what the status says of the whole
+// FencedLease, judged once until a decision moves it (SlotPass.finished).
 func sameSlotStatus(p *SlotPass, i int32, v *fencingv1.FencedLeaseStatus) bool {
 	st := &p.Next.Status
 	at := slices.IndexFunc(st.Slots, func(s fencingv1.Slot) bool { return s.Slot == i })
@@ -227,13 +227,13 @@ func sameSlotStatus(p *SlotPass, i int32, v *fencingv1.FencedLeaseStatus) bool {
 	return same && p.finished()
 }
 
-// finish recomputes what status st says of the whole FencedLease (finishSlots) from what
+// finish recomputes what status st says of the whole FencedLease (FinishSlots) from what
 // the pass saw.
 func (p *SlotPass) finish(st *fencingv1.FencedLeaseStatus) {
 	FinishSlots(st, p.Next, p.Pods, p.notes, p.pending)
 }
 
-// finished: the status the pass projects says of the whole FencedLease what finishSlots
+// finished: the status the pass projects says of the whole FencedLease what FinishSlots
 // computes from it; remembered until a decision changes the projection or the notes.
 func (p *SlotPass) finished() bool {
 	if p.finishedNow == nil {
@@ -245,7 +245,7 @@ func (p *SlotPass) finished() bool {
 	return *p.finishedNow
 }
 
-// slotRecorded is the highest token status st records for slot j's grants: its last
+// SlotRecorded is the highest token status st records for slot j's grants: its last
 // recorded grant's (held, released or revoked), its holder's, its last revocation's.
 func SlotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
 	s := SlotOf(st, j)
@@ -259,7 +259,7 @@ func SlotRecorded(st *fencingv1.FencedLeaseStatus, j int32) int64 {
 	return t
 }
 
-// unchanged is true when writing status st would change nothing.
+// Unchanged is true when writing status st would change nothing.
 func (w World) Unchanged(st *fencingv1.FencedLeaseStatus) bool {
 	if w.Slot.Sharded {
 		return sameSlotStatus(w.Slot.Pass, w.Slot.Index, st)

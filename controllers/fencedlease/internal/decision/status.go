@@ -11,7 +11,7 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// setHeldCondition says whether a pod holds the grant and, when none does, why.
+// SetHeldCondition says whether a pod holds the grant and, when none does, why.
 // foreignLease names a Lease of the FencedLease's name that the operator did not create;
 // delayed says the next grant waits out the last revocation's lock-delay.
 func SetHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease, foreignLease string, delayed bool) {
@@ -56,7 +56,7 @@ func SetHeldCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease
 	meta.SetStatusCondition(&st.Conditions, c)
 }
 
-// setReadyCondition says whether the FencedLease works as its spec asks, for GitOps tools
+// SetReadyCondition says whether the FencedLease works as its spec asks, for GitOps tools
 // and `kubectl wait --for=condition=Ready`. It reads the Held condition set just before;
 // a Held reason it does not know reads as not ready.
 func SetReadyCondition(st *fencingv1.FencedLeaseStatus, fl *fencingv1.FencedLease) {

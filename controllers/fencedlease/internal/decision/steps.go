@@ -5,46 +5,46 @@ import (
 )
 
 const (
-	// conflictRetry is the first retry after a stale read: short, the newer object is
+	// ConflictRetry is the first retry after a stale read: short, the newer object is
 	// usually already on its way to the cache (staleretry.go backs off from there).
 	ConflictRetry = 20 * time.Millisecond
-	// cacheBehind is a fallback only: a reconcile that found the cache behind one of its
+	// CacheBehind is a fallback only: a reconcile that found the cache behind one of its
 	// own writes comes back with the watch event that write brings (the FencedLease
 	// predicate lets that one through too), not by polling, which under load would burn
 	// the CPU the API server needs.
 	CacheBehind = time.Second
 )
 
-// stepKind is one kind of write a pass makes; a plan runs its steps in this order.
+// StepKind is one kind of write a pass makes; a plan runs its steps in this order.
 type StepKind int
 
 const (
-	// cutLease ends the status's grant on the Lease by compare-and-swap on the version
+	// CutLease ends the status's grant on the Lease by compare-and-swap on the version
 	// read, before the status records anything, and names the next grant in the same
 	// write when there is one (X3, C1; X3 with G2: the hand-over).
 	CutLease StepKind = iota
-	// tellCutOff tells the user, by event, of a holder cut off on request or because its
+	// TellCutOff tells the user, by event, of a holder cut off on request or because its
 	// pod cannot run, while the lease it last renewed runs out (Q2, X9).
 	TellCutOff
-	// demoteEnded marks the pod of the grant this decision ends Revoked or Released,
+	// DemoteEnded marks the pod of the grant this decision ends Revoked or Released,
 	// without the holder label (X5), before the status write that drops the only record
 	// of it a pod whose label was taken off can be found by.
 	DemoteEnded
-	// writeStatus records the decision with the resourceVersion read, then tells it by
+	// WriteStatus records the decision with the resourceVersion read, then tells it by
 	// events and metrics (G1, X4).
 	WriteStatus
-	// writeLease makes the Lease show the status: its holder or none, and always the
+	// WriteLease makes the Lease show the status: its holder or none, and always the
 	// high-water token, so it outlives the FencedLease as its tombstone (G2).
 	WriteLease
-	// demotePods marks pods that no longer hold Revoked or Released and takes their
+	// DemotePods marks pods that no longer hold Revoked or Released and takes their
 	// holder label, before any pod is marked holder (X5).
 	DemotePods
-	// promoteHolder gives the holder pod its token, state and label, and lifts its
+	// PromoteHolder gives the holder pod its token, state and label, and lifts its
 	// scheduling gate (G3).
 	PromoteHolder
-	// deleteRevoked deletes the revoked pods that must go, by UID (X6).
+	// DeleteRevoked deletes the revoked pods that must go, by UID (X6).
 	DeleteRevoked
-	// releaseFinalizer lets a deleted FencedLease go once no holder remains (D1).
+	// ReleaseFinalizer lets a deleted FencedLease go once no holder remains (D1).
 	ReleaseFinalizer
 )
 
@@ -59,13 +59,13 @@ type planStep struct {
 	Protocol string
 }
 
-// plan is how one pass carries out its decision: the writes in order, when to look
+// Plan is how one pass carries out its decision: the writes in order, when to look
 // again, and whether the grant is settled once every write has landed.
 type Plan struct {
 	Steps        []planStep
 	RequeueAfter time.Duration
 	Priority     RequeueClass
-	// settles: the grant is kept with nothing of it waiting for a renewal, so its
+	// Settles: the grant is kept with nothing of it waiting for a renewal, so its
 	// renewals need queue no pass (renewals.go) once this plan has run.
 	Settles bool
 }
@@ -74,7 +74,7 @@ func (p *Plan) add(kind StepKind, protocol string) {
 	p.Steps = append(p.Steps, planStep{kind, protocol})
 }
 
-// has is true when the plan makes a write of kind k.
+// Has is true when the plan makes a write of kind k.
 func (p Plan) Has(k StepKind) bool {
 	for _, s := range p.Steps {
 		if s.Kind == k {
@@ -84,7 +84,7 @@ func (p Plan) Has(k StepKind) bool {
 	return false
 }
 
-// requeueClass is the priority the next pass a plan asks for is queued at (P1,
+// RequeueClass is the priority the next pass a plan asks for is queued at (P1,
 // priority.go).
 type RequeueClass int
 
@@ -92,6 +92,6 @@ const (
 	// requeueAsQueued leaves it to the queue.
 	requeueAsQueued RequeueClass = iota
 	RequeueNormal
-	// requeueFollowUp queues it behind every pass that moves a Lease.
+	// RequeueFollowUp queues it behind every pass that moves a Lease.
 	RequeueFollowUp
 )

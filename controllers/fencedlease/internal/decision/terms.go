@@ -13,7 +13,7 @@ import (
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-// waitingOutCutOff is true while holder h stands cut off on purpose (C1: after a
+// WaitingOutCutOff is true while holder h stands cut off on purpose (C1: after a
 // hand-off grace period, on a revoke request, or because its pod cannot run) and is
 // revoked only when the lease it last renewed has run out.
 func WaitingOutCutOff(rec leaserecord.Record, fl *fencingv1.FencedLease, h *fencingv1.Holder) bool {
@@ -46,7 +46,7 @@ func handoffGraceLeft(w World, h *fencingv1.Holder) time.Duration {
 
 // lateBy is how long after its expiry a grant is revoked, for the metric: on this
 // process's clock. A process that never saw the holder renew (it took over as leader, or
-// restarted, after the last renewal) counts instead from the renewTime the holder last
+// restarted, after the last renewal) counts instead from the RenewTime the holder last
 // wrote on the Lease, when that is earlier: the holder's clock against this one, for the
 // metric only — it decides nothing — so the metric shows the delay a failover adds (each
 // new leader gives the holder a whole lease from its first look).
@@ -73,10 +73,10 @@ func specStartupSeconds(fl *fencingv1.FencedLease) int32 {
 	return 300
 }
 
-// startupSecondsFor is the startup deadline a grant to pod p freezes: the spec's, or —
+// StartupSecondsFor is the startup deadline a grant to pod p freezes: the spec's, or —
 // p a Warm standby already running, whose process waits on the Lease and confirms the
 // grant at once — a confirmation bound on the scale of the lease when that is shorter:
-// two lease durations, at least warmConfirmFloor. A standby that cannot confirm (its node
+// two lease durations, at least WarmConfirmFloor. A standby that cannot confirm (its node
 // cut off before the node controller says so) then costs that, not a cold start's
 // deadline.
 func StartupSecondsFor(fl *fencingv1.FencedLease, p *corev1.Pod) int32 {
@@ -87,7 +87,7 @@ func StartupSecondsFor(fl *fencingv1.FencedLease, p *corev1.Pod) int32 {
 	return s
 }
 
-// warmConfirmFloor is the shortest confirmation bound of a running Warm standby, in
+// WarmConfirmFloor is the shortest confirmation bound of a running Warm standby, in
 // seconds: room for a renewal's round trip on a loaded API server with a short lease.
 const WarmConfirmFloor = 10
 
@@ -108,7 +108,7 @@ func startupDeadline(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Durati
 	return time.Duration(s) * time.Second
 }
 
-// grantDuration is the duration frozen into grant h; a grant recorded before durations
+// GrantDuration is the duration frozen into grant h; a grant recorded before durations
 // were frozen falls back to the spec.
 func GrantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration {
 	s := h.LeaseDurationSeconds
@@ -118,7 +118,7 @@ func GrantDuration(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duration
 	return time.Duration(s) * time.Second
 }
 
-// microTime drops the monotonic reading and what the API would not store, so a status
+// MicroTime drops the monotonic reading and what the API would not store, so a status
 // decided twice from the same observation compares equal.
 func MicroTime(t time.Time) *metav1.MicroTime {
 	m := metav1.NewMicroTime(t.Round(0).Truncate(time.Microsecond))
@@ -162,5 +162,5 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// conflictRecheck is how often a FencedLease blocked by a foreign Lease looks again.
+// ConflictRecheck is how often a FencedLease blocked by a foreign Lease looks again.
 const ConflictRecheck = 5 * time.Second

@@ -6,80 +6,80 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
-// transitionKind is what a decision does to a grant.
+// TransitionKind is what a decision does to a grant.
 type TransitionKind string
 
 const (
-	// keep: the grant goes on; look again when it could next run out.
+	// Keep: the grant goes on; look again when it could next run out.
 	Keep TransitionKind = "Keep"
-	// grant: a new grant to the next candidate (G1–G4).
+	// Grant: a new grant to the next candidate (G1–G4).
 	Grant TransitionKind = "Grant"
-	// release: the grant ended without fault (L1–L3).
+	// Release: the grant ended without fault (L1–L3).
 	Release TransitionKind = "Release"
-	// revoke: the grant is taken away (X1–X9).
+	// Revoke: the grant is taken away (X1–X9).
 	Revoke TransitionKind = "Revoke"
-	// cutOff: the Lease stops naming the holder, which can renew no more; it is revoked
+	// CutOff: the Lease stops naming the holder, which can renew no more; it is revoked
 	// once the lease it last renewed has run out (C1–C2).
 	CutOff TransitionKind = "CutOff"
-	// askHandoff: the holder is asked to hand off to a newer revision of its workload (H1).
+	// AskHandoff: the holder is asked to hand off to a newer revision of its workload (H1).
 	AskHandoff TransitionKind = "AskHandoff"
-	// withdrawHandoff: the successor a hand-off named no longer waits; the holder keeps
+	// WithdrawHandoff: the successor a hand-off named no longer waits; the holder keeps
 	// its grant (H5).
 	WithdrawHandoff TransitionKind = "WithdrawHandoff"
 )
 
-// transition is one rule's verdict on one grant.
+// Transition is one rule's verdict on one grant.
 type Transition struct {
 	Kind TransitionKind
-	// ruleName names the rule that chose it, for tests and logs.
+	// RuleName names the rule that chose it, for tests and logs.
 	RuleName string
-	// holder is the grant concerned: the ending one, or the new one for grant.
+	// Holder is the grant concerned: the ending one, or the new one for grant.
 	Holder fencingv1.Holder
-	// revocation is the reason of a revoke, or the one a cutOff will be revoked for.
+	// Revocation is the reason of a revoke, or the one a CutOff will be revoked for.
 	Revocation fencingv1.RevocationReason
-	// message says more about a revocation (PodCannotStart: what the pod reported).
+	// Message says more about a revocation (PodCannotStart: what the pod reported).
 	Message string
-	// release is the reason of a release.
+	// Release is the reason of a release.
 	Release fencingv1.ReleaseReason
-	// leaseFirst: the Lease's holder must be cleared by a compare-and-swap on the version
+	// LeaseFirst: the Lease's holder must be cleared by a compare-and-swap on the version
 	// read (X3, C1) before the status records anything, so a renewal that landed since
 	// wins and the decision is made again.
 	LeaseFirst bool
-	// lateness is how long after the exact expiry a revoke was decided (the metric).
+	// Lateness is how long after the exact expiry a revoke was decided (the metric).
 	Lateness time.Duration
 	// at is when a revoke finished now was decided, by this process (zero: now).
 	at time.Time
-	// requeueAfter is when to look again (keep, cutOff, askHandoff); zero for none.
+	// RequeueAfter is when to look again (keep, CutOff, AskHandoff); zero for none.
 	RequeueAfter time.Duration
-	// successor is the pod askHandoff names; podCreated is when a granted pod was created.
+	// Successor is the pod AskHandoff names; PodCreated is when a granted pod was created.
 	Successor  *fencingv1.Handoff
 	PodCreated time.Time
 }
 
-// decision is the next status and the transitions that lead there: at most one for the
+// Decision is the next status and the transitions that lead there: at most one for the
 // grant the status named (end) and one new grant.
 type Decision struct {
 	Status fencingv1.FencedLeaseStatus
 	End    *Transition
 	Grant  *Transition
-	// requeueAfter is when to look again; zero when nothing is due.
+	// RequeueAfter is when to look again; zero when nothing is due.
 	RequeueAfter time.Duration
 	now          time.Time
 	// foreignLease: the Lease is not the operator's (A3); nothing may write it.
 	foreignLease bool
-	// statusWait > 0: the status write waits this long for the first renewal of a grant
+	// StatusWait > 0: the status write waits this long for the first renewal of a grant
 	// the Lease holds already (deferStatus); the Lease and the pods follow status now.
 	StatusWait time.Duration
-	// leaseShowsHolder: the Lease read names the grant the status names (pod, UID, token).
+	// LeaseShowsHolder: the Lease read names the grant the status names (pod, UID, token).
 	LeaseShowsHolder bool
-	// grantOnLease: the grant goes to an idle FencedLease and the Lease is its first
+	// GrantOnLease: the grant goes to an idle FencedLease and the Lease is its first
 	// record (G1, G2): created, or swapped on the version read, before the status.
 	GrantOnLease bool
-	// plan is how the pass carries the decision out (plan.go).
+	// Plan is how the pass carries the decision out (plan.go).
 	Plan Plan
 }
 
-// ended is the end transition when it is of kind k, else nil.
+// Ended is the end transition when it is of kind k, else nil.
 func (d Decision) Ended(k TransitionKind) *Transition {
 	if d.End != nil && d.End.Kind == k {
 		return d.End
@@ -87,7 +87,7 @@ func (d Decision) Ended(k TransitionKind) *Transition {
 	return nil
 }
 
-// revoked is the revocation this decision records, or nil.
+// Revoked is the revocation this decision records, or nil.
 func (d Decision) Revoked() *fencingv1.Revocation {
 	if d.Ended(Revoke) == nil {
 		return nil
@@ -95,10 +95,10 @@ func (d Decision) Revoked() *fencingv1.Revocation {
 	return d.Status.LastRevocation
 }
 
-// released is the release this decision records, or nil.
+// Released is the release this decision records, or nil.
 func (d Decision) Released() *Transition { return d.Ended(Release) }
 
-// granted is the new grant, or nil.
+// Granted is the new grant, or nil.
 func (d Decision) Granted() *fencingv1.Holder {
 	if d.Grant == nil {
 		return nil
@@ -106,7 +106,7 @@ func (d Decision) Granted() *fencingv1.Holder {
 	return &d.Grant.Holder
 }
 
-// cutOff: this decision cuts the holder off (C1).
+// CutOff: this decision cuts the holder off (C1).
 func (d Decision) CutOff() bool { return d.Ended(CutOff) != nil }
 
 // cutsOff: this decision cuts the holder off, to be revoked for reason.
@@ -115,13 +115,13 @@ func (d Decision) cutsOff(reason fencingv1.RevocationReason) bool {
 	return t != nil && t.Revocation == reason
 }
 
-// asked: this decision asks the holder to hand off, at now (H1).
+// Asked: this decision asks the holder to hand off, at now (H1).
 func (d Decision) Asked() bool { return d.Ended(AskHandoff) != nil }
 
 // revokeRequested: this decision cuts the holder off because a revoke was requested (Q2).
 func (d Decision) CutOffOnRequest() bool { return d.cutsOff(fencingv1.ReasonRevokeRequested) }
 
-// revocationLateness is the revocation's lateness; zero without one.
+// RevocationLateness is the revocation's lateness; zero without one.
 func (d Decision) RevocationLateness() time.Duration {
 	if t := d.Ended(Revoke); t != nil {
 		return t.Lateness
@@ -129,10 +129,10 @@ func (d Decision) RevocationLateness() time.Duration {
 	return 0
 }
 
-// leaseFirst: a transition of this decision clears the Lease before the status write.
+// LeaseFirst: a transition of this decision clears the Lease before the status write.
 func (d Decision) leaseFirst() bool { return d.End != nil && d.End.LeaseFirst }
 
-// createsLease: this decision's first write is the grant's on the Lease (G2) — a
+// CreatesLease: this decision's first write is the grant's on the Lease (G2) — a
 // creation when the Lease is not there, which fails if one exists.
 func (d Decision) CreatesLease() bool {
 	return d.GrantOnLease && d.StatusWait > 0

@@ -10,63 +10,63 @@ import (
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-// world is what a reconcile observed.
+// World is what a reconcile observed.
 type World struct {
 	Fl    *fencingv1.FencedLease
 	Lease *coordinationv1.Lease // nil when there is none yet
-	// record is lease decoded, once a pass (pkg/leaserecord).
+	// Record is lease decoded, once a pass (pkg/leaserecord).
 	Record leaserecord.Record
 	Pods   []corev1.Pod // every pod labeled for this FencedLease
-	// holder is the pod status.holder names, confirmed by UID: from pods, or read
+	// Holder is the pod status.holder names, confirmed by UID: from pods, or read
 	// uncached by name when it is not among them. nil when it is gone.
 	Holder *corev1.Pod
-	// unlabeled are pods outside pods that the projection must still reach: a holder
+	// Unlabeled are pods outside pods that the projection must still reach: a holder
 	// that lost its label, or the pod of a LabelRemoved revocation not yet finished.
 	Unlabeled []corev1.Pod
-	// memory is what this process remembered of the FencedLease's grants when the pass
+	// Memory is what this process remembered of the FencedLease's grants when the pass
 	// began (grantmemory.go); the pass's outcome is written back once, by remember.
 	Memory Recall
-	// held is the record of the grant the status names, as this pass observed it: its
+	// Held is the record of the grant the status names, as this pass observed it: its
 	// renewal looked at now, its hand-off, pending revocation and newer-revision answer.
 	// Zero without a holder.
 	Held GrantRecord
-	// leaseUnread: the cache shows no Lease and the API server was not asked (lease nil).
+	// LeaseUnread: the cache shows no Lease and the API server was not asked (lease nil).
 	LeaseUnread bool
-	// grantedOnLeaseAt is when this process wrote the grant the Lease names and the status
+	// GrantedOnLeaseAt is when this process wrote the grant the Lease names and the status
 	// does not record yet (G2 on an idle FencedLease); zero when it did not.
 	GrantedOnLeaseAt time.Time
-	// successor is a waiting pod of a newer revision of the holder's own Deployment or
+	// Successor is a waiting pod of a newer revision of the holder's own Deployment or
 	// StatefulSet; looked up only while the holder has not been asked to hand off.
 	Successor *corev1.Pod
-	// handoffSince is when this process first saw the holder asked to hand off.
+	// HandoffSince is when this process first saw the holder asked to hand off.
 	HandoffSince time.Time
-	// delaySince is when this process began the lock-delay of status.lastRevocation
+	// DelaySince is when this process began the lock-delay of status.lastRevocation
 	// (zero when it has none).
 	DelaySince time.Time
-	// unfitNodes says, of the nodes Warm candidates run on, why one cannot take a grant
+	// UnfitNodes says, of the nodes Warm candidates run on, why one cannot take a grant
 	// now (cordoned, unreachable, not Ready); a node that can is absent.
 	UnfitNodes map[string]string
-	// now is the controller's clock, read before the Lease; it carries a monotonic
+	// Now is the controller's clock, read before the Lease; it carries a monotonic
 	// reading in production.
 	Now time.Time
-	// slot is the slot this pass judges (slots.go); zero for a FencedLease without slots.
+	// Slot is the slot this pass judges (slots.go); zero for a FencedLease without slots.
 	Slot SlotFrame
-	// recorded is the highest token the status records for the grants of this Lease: a
+	// Recorded is the highest token the status records for the grants of this Lease: a
 	// Lease naming a grant above it carries one the status does not record yet.
 	Recorded int64
-	// floor is the highest token the Leases of the FencedLease's other slots carry, read
+	// Floor is the highest token the Leases of the FencedLease's other slots carry, read
 	// while its status has issued none (re-created, maybe with fewer slots than before).
 	Floor int64
 }
 
-// input is the world classified once for the rules: the Lease read through the one
+// Input is the world classified once for the rules: the Lease read through the one
 // reader, relative to the grant the status names, and the grant's clocks.
 type Input struct {
 	World
-	// h is the grant the status names; nil when none.
+	// H is the grant the status names; nil when none.
 	H     *fencingv1.Holder
 	State leaserecord.State
-	// started: h renewed at least once (recorded in the status, or read off the Lease).
+	// Started: h renewed at least once (recorded in the status, or read off the Lease).
 	Started bool
 	// revokeRequested: the FencedLease asks to revoke exactly h (Q1).
 	revokeRequested bool
