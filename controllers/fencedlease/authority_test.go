@@ -150,7 +150,7 @@ func TestMinFencingTokenRaisedMidGrantAppliesFromTheNextGrant(t *testing.T) {
 			if d.Revoked() != nil || d.Status.Holder == nil || d.Status.Holder.Token != 1 || d.Status.FencingToken != 1 {
 				t.Fatalf("floor %d: the holder must keep token 1 while it renews: %+v", floor, d.Status)
 			}
-			if l := leaseShowing(fl, decision.SlotFrame{}, &d.Status, leaseFor(h, c.Now()), decision.Renewal{}); decision.ParseToken(l.Annotations) != 1 {
+			if l := decision.LeaseShowing(fl, decision.SlotFrame{}, &d.Status, leaseFor(h, c.Now()), decision.Renewal{}); decision.ParseToken(l.Annotations) != 1 {
 				t.Fatalf("floor %d: the Lease must keep its holder's token 1, it would show %d", floor, decision.ParseToken(l.Annotations))
 			}
 		}

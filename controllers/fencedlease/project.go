@@ -15,7 +15,6 @@ import (
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
-	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // syncLease makes the Lease show the status: the holder (G2) or no holder, and
@@ -30,7 +29,7 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s
 		}
 		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	}
-	want := leaseShowing(fl, s, &fl.Status, lease, last)
+	want := decision.LeaseShowing(fl, s, &fl.Status, lease, last)
 	if lease.ResourceVersion == "" {
 		err := r.Create(ctx, want)
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -51,57 +50,6 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s
 	err := r.Update(ctx, want)
 	r.ownWrites.after(want, lease.ResourceVersion, err)
 	return err
-}
-
-// leaseShowing is lease as it shows status st of fl: the holder (G2) or no holder, and
-// always the high-water token — of slot s, for a FencedLease with slots: its holder's,
-// or the last it carried (the counter's high-water is in the status and on the Lease of
-// the slot that granted it).
-func leaseShowing(fl *fencingv1.FencedLease, s decision.SlotFrame, st *fencingv1.FencedLeaseStatus, lease *coordinationv1.Lease, last decision.Renewal) *coordinationv1.Lease {
-	want := lease.DeepCopy()
-	rec := leaserecord.Read(lease)
-	token := st.FencingToken
-	if s.Sharded {
-		token = rec.Token
-	}
-	if st.Holder != nil {
-		// The holder's own token, which its library reads off the Lease and would stop
-		// on any other; never below the Lease's.
-		token = max(st.Holder.Token, rec.Token)
-	}
-	tokenChanges := leaserecord.Own(want, fl.Name, token)
-	if s.Sharded {
-		// Slot 0's too: a holder learns from the Lease it is granted on that it holds a
-		// slot, and which (leaserecord.Record.InSlots).
-		leaserecord.MarkSlot(want, s.Index)
-	}
-	switch h := st.Holder; {
-	case h != nil && decision.WaitingOutCutOff(rec, fl, h):
-		// Cut off (hand-off grace period over, or revoke requested): the Lease stays
-		// without a holder, so the holder's renewals are refused until it is revoked.
-	case h != nil && rec.ReleasedBy(h.Token) && rec.HolderUID == h.PodUID:
-		// Adopted off the Lease after its holder released it (adoptRule): never named
-		// again; the next pass records the release (L2).
-	case h != nil:
-		g := leaserecord.Grant{Holder: h.PodName, HolderUID: h.PodUID, Token: h.Token, AcquireTime: h.AcquireTime,
-			DurationSeconds: int32(decision.GrantDuration(h, fl).Seconds())}
-		if h.Handoff != nil {
-			g.Successor = h.Handoff.SuccessorName // read by the holder from its next renewal
-		}
-		var renewedAt *metav1.MicroTime
-		if last.UID == h.PodUID && last.Token == h.Token {
-			// A repair after someone else rewrote this grant's Lease: never counted as the
-			// holder's renewal.
-			renewedAt = last.RenewTime
-		}
-		leaserecord.WriteGrant(want, g, renewedAt)
-		if tokenChanges {
-			leaserecord.CountTransition(want)
-		}
-	default:
-		leaserecord.Vacate(want)
-	}
-	return want
 }
 
 // DemotePods finishes the end of a grant on every pod of pods that no longer holds one

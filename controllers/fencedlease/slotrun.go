@@ -36,7 +36,7 @@ type slotRun struct {
 func takeTurns(slots []*slotRun) {
 	var prev <-chan bool
 	for _, sr := range slots {
-		if !decision.GrantsOnLease(sr.w, sr.d) {
+		if !sr.d.Plan.LandsToken() {
 			continue
 		}
 		done := make(chan bool, 1)

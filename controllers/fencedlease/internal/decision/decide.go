@@ -53,6 +53,9 @@ func Classify(w World, h *fencingv1.Holder) Input {
 func Decide(w World) Decision {
 	d := judge(w)
 	d.Plan = planFor(w, d)
+	if GrantsOnLease(w, d) {
+		d.Plan.landsTokenAt(grantStep(d))
+	}
 	return d
 }
 

@@ -191,8 +191,8 @@ func grantsInStatus(w World, d Decision) bool {
 	return newToken(w, d) > 0 && !GrantsOnLease(w, d)
 }
 
-// GrantStep is the step of decision d that carries its new token to the Lease.
-func GrantStep(d Decision) StepKind {
+// grantStep is the step of decision d that carries its new token to the Lease.
+func grantStep(d Decision) StepKind {
 	if d.handsOver() {
 		return CutLease
 	}

@@ -1,8 +1,15 @@
 package decision
 
 import (
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/internal/grantorder"
+	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
 // planFor lists the writes that carry out decision d, taken on world w.
@@ -10,9 +17,9 @@ func planFor(w World, d Decision) Plan {
 	var p Plan
 	ours := !d.foreignLease // a foreign Lease is never written (A3)
 	if d.leaseFirst() && ours {
-		p.add(CutLease, "X3")
+		p.add(CutLease, "X3").Lease = leaseCut(w, d)
 		if d.CutOffOnRequest() || d.cutsOff(fencingv1.ReasonPodCannotRun) {
-			p.add(TellCutOff, "Q2")
+			p.add(TellCutOff, "Q2").Event = cutOffEvent(w, d)
 		}
 	}
 	if d.StatusWait == 0 {
@@ -20,16 +27,16 @@ func planFor(w World, d Decision) Plan {
 		// was taken off is never left marked Holding, found by nothing.
 		switch {
 		case d.Ended(Revoke) != nil:
-			p.add(DemoteEnded, "X5")
+			p.add(DemoteEnded, "X5").Pod = d.End.Holder.PodUID
 		case d.Ended(Release) != nil:
-			p.add(DemoteEnded, "L3")
+			p.add(DemoteEnded, "L3").Pod = d.End.Holder.PodUID
 		}
 		// Otherwise the Lease holds the grant: the pods follow it now, and the status
 		// records it with the first renewal, or when the wait is over (deferStatus, G4).
 		p.add(WriteStatus, "X4")
 	}
 	if ours {
-		p.add(WriteLease, "G2")
+		p.add(WriteLease, "G2").Renewal = w.Held.Renewal
 	}
 	if (d.handsOver() || d.GrantOnLease) && d.StatusWait > 0 {
 		// The Lease is the new grant's first record: a Warm holder starts on it. A Cold
@@ -86,4 +93,49 @@ func startsOnLease(w World, h *fencingv1.Holder) bool {
 	}
 	p := FindPod(w.Pods, h.PodUID)
 	return p != nil && grantorder.Warm(p)
+}
+
+// leaseCut is what the compare-and-swap on the Lease read writes to end the status's
+// grant (X3, C1), so a renewal that landed since wins and the decision is made again.
+// When the decision grants the next pod too, the same write names it (X3 with G2: the
+// hand-over): its token is the status's next, and the Lease is its first record — a
+// status write that fails after it is finished by the next pass, which adopts the grant
+// off the Lease (adoptRule). nil when the grant never reached the Lease: nobody could
+// renew it.
+func leaseCut(w World, d Decision) *coordinationv1.Lease {
+	if !d.LeaseShowsHolder {
+		return nil
+	}
+	if d.Grant != nil {
+		return LeaseShowing(w.Fl, w.Slot, &d.Status, w.Lease, Renewal{})
+	}
+	var reason fencingv1.RevocationReason
+	switch t := d.End; {
+	case t != nil && t.Kind == CutOff && t.Revocation == fencingv1.ReasonPodCannotRun:
+		// Only the Lease can say why this holder stands cut off (see WaitingOutCutOff).
+		reason = t.Revocation
+	case t != nil && t.Kind == Revoke:
+		// Revoked here and now (X3): a restart before the status records it (X4) still
+		// finishes it for this reason (finishRevocationRule).
+		reason = t.Revocation
+	}
+	next := w.Lease.DeepCopy()
+	leaserecord.CutOff(next, reason)
+	return next
+}
+
+// cutOffEvent tells the user of the holder cut off on request or because its pod cannot
+// run (Q2, X9): its renewals are refused from now on, and it is revoked when the lease it
+// last renewed has run out.
+func cutOffEvent(w World, d Decision) *Event {
+	h := w.Fl.Status.Holder
+	left := d.RequeueAfter.Round(time.Millisecond)
+	if d.CutOffOnRequest() {
+		return &Event{Holder: *h, Type: corev1.EventTypeWarning, Reason: "RevokeRequested", Action: "Revoke",
+			Note: fmt.Sprintf("revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
+				h.Token, h.PodName, fencingv1.RevokeAnnotation, left)}
+	}
+	return &Event{Holder: *h, Type: corev1.EventTypeWarning, Reason: string(fencingv1.ReasonPodCannotRun), Action: "Revoke",
+		Note: fmt.Sprintf("revoking token %d of pod %s: %s; its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
+			h.Token, h.PodName, d.End.Message, left)}
 }

@@ -1,7 +1,13 @@
 package decision
 
 import (
+	"slices"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 )
 
 const (
@@ -53,16 +59,38 @@ var stepNames = [...]string{"cut the grant on the Lease", "tell the cut-off", "d
 
 func (k StepKind) String() string { return stepNames[k] }
 
-// planStep is one planned write and the protocol step (doc.go) it carries out.
-type planStep struct {
+// Step is one planned write, the protocol step (doc.go) it carries out, and what it
+// writes, so the shell runs it without going back to the decision.
+type Step struct {
 	Kind     StepKind
 	Protocol string
+	// Lease (CutLease) is what the compare-and-swap writes on the Lease read: the grant
+	// cut off, or the next one named in its place (the hand-over); nil when the grant
+	// never reached the Lease, so nobody could renew it and nothing is written.
+	Lease *coordinationv1.Lease
+	// Event (TellCutOff) tells the user of the cut-off.
+	Event *Event
+	// Pod (DemoteEnded) is the pod of the grant that ends.
+	Pod types.UID
+	// Renewal (WriteLease) is the holder's last renewal seen, kept when the Lease is
+	// repaired after someone else rewrote it.
+	Renewal Renewal
+	// LandsToken: this write carries the decision's new token to the slot's Lease; the
+	// slots' grants land in token order (grantturn.go).
+	LandsToken bool
+}
+
+// Event is an event to record on the FencedLease, naming the pod of Holder, and the
+// same on that pod.
+type Event struct {
+	Holder                     fencingv1.Holder
+	Type, Reason, Action, Note string
 }
 
 // Plan is how one pass carries out its decision: the writes in order, when to look
 // again, and whether the grant is settled once every write has landed.
 type Plan struct {
-	Steps        []planStep
+	Steps        []Step
 	RequeueAfter time.Duration
 	Priority     RequeueClass
 	// Settles: the grant is kept with nothing of it waiting for a renewal, so its
@@ -70,8 +98,24 @@ type Plan struct {
 	Settles bool
 }
 
-func (p *Plan) add(kind StepKind, protocol string) {
-	p.Steps = append(p.Steps, planStep{kind, protocol})
+// add appends a step of kind, for protocol step protocol, and returns it to be given
+// its values.
+func (p *Plan) add(kind StepKind, protocol string) *Step {
+	p.Steps = append(p.Steps, Step{Kind: kind, Protocol: protocol})
+	return &p.Steps[len(p.Steps)-1]
+}
+
+// landsTokenAt marks the write of kind k as the one that carries the new token to the
+// slot's Lease.
+func (p *Plan) landsTokenAt(k StepKind) {
+	for i := range p.Steps {
+		p.Steps[i].LandsToken = p.Steps[i].Kind == k
+	}
+}
+
+// LandsToken is true when a write of the plan carries a new token to the slot's Lease.
+func (p Plan) LandsToken() bool {
+	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.LandsToken })
 }
 
 // Has is true when the plan makes a write of kind k.
