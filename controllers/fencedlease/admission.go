@@ -35,14 +35,14 @@ func (r *Reconciler) finishAdmission(ctx context.Context, fl *fencingv1.FencedLe
 	warm := fl.Spec.Standby == fencingv1.StandbyWarm && fl.DeletionTimestamp == nil
 	for i := range pods {
 		p := &pods[i]
-		if c := condition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status != corev1.ConditionTrue {
+		if c := podCondition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status != corev1.ConditionTrue {
 			if err := r.setCondition(ctx, p, fencingv1.LeaseFoundCondition, corev1.ConditionTrue, fencingv1.ReasonFencedLeaseFound,
 				fmt.Sprintf("FencedLease %q exists", fl.Name)); err != nil {
 				return wrote, err
 			}
 			wrote = true
 		}
-		if neverAdmitted(p) && condition(p, fencingv1.AdmittedCondition) == nil {
+		if neverAdmitted(p) && podCondition(p, fencingv1.AdmittedCondition) == nil {
 			if err := r.reportNotAdmitted(ctx, p); err != nil {
 				return wrote, err
 			}
@@ -75,7 +75,7 @@ func (r *Reconciler) reportMissing(ctx context.Context, key types.NamespacedName
 	now := r.clock.Now()
 	for i := range pods {
 		p := &pods[i]
-		if c := condition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status == corev1.ConditionFalse || !decision.AwaitsGrant(p) {
+		if c := podCondition(p, fencingv1.LeaseFoundCondition); c != nil && c.Status == corev1.ConditionFalse || !decision.AwaitsGrant(p) {
 			continue
 		}
 		// The pod's creation time is the API server's clock: only when to speak depends on it.
@@ -124,8 +124,8 @@ func (r *Reconciler) reportNotAdmitted(ctx context.Context, p *corev1.Pod) error
 	return nil
 }
 
-// condition is p's condition of type t, or nil.
-func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+// podCondition is p's condition of type t, or nil.
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == t {
 			return &p.Status.Conditions[i]

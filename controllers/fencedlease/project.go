@@ -56,8 +56,8 @@ func (r *Reconciler) syncLease(ctx context.Context, fl *fencingv1.FencedLease, s
 // (demote): first, so no two pods are ever marked Holding, or labeled holder, at once.
 func (r *Reconciler) demotePods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
 	for i := range pods {
-		if p := &pods[i]; !holds(fl, p) {
-			if err := r.demote(ctx, fl, p); err != nil {
+		if p := &pods[i]; !namesHolder(fl, p) {
+			if err := r.demotePod(ctx, fl, p); err != nil {
 				return err
 			}
 		}
@@ -71,7 +71,7 @@ func (r *Reconciler) demotePods(ctx context.Context, fl *fencingv1.FencedLease, 
 func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLease, s decision.SlotFrame, pods []corev1.Pod) error {
 	h := fl.Status.Holder
 	for i := range pods {
-		if p := &pods[i]; holds(fl, p) && p.DeletionTimestamp == nil {
+		if p := &pods[i]; namesHolder(fl, p) && p.DeletionTimestamp == nil {
 			return r.patchPod(ctx, p, func(p *corev1.Pod) {
 				setAnnotation(p, fencingv1.TokenAnnotation, decision.FormatToken(h.Token))
 				setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(h)))
@@ -93,7 +93,7 @@ func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLeas
 // holder's write, which a Cold holder waits for to start.
 func (r *Reconciler) deleteRevokedPods(ctx context.Context, fl *fencingv1.FencedLease, pods []corev1.Pod) error {
 	for i := range pods {
-		if p := &pods[i]; !holds(fl, p) {
+		if p := &pods[i]; !namesHolder(fl, p) {
 			if err := r.deleteRevoked(ctx, fl, p); err != nil {
 				return err
 			}
@@ -102,16 +102,16 @@ func (r *Reconciler) deleteRevokedPods(ctx context.Context, fl *fencingv1.Fenced
 	return nil
 }
 
-// holds: p is the pod fl's status names holder.
-func holds(fl *fencingv1.FencedLease, p *corev1.Pod) bool {
+// namesHolder: p is the pod fl's status names holder.
+func namesHolder(fl *fencingv1.FencedLease, p *corev1.Pod) bool {
 	return fl.Status.Holder != nil && p.UID == fl.Status.Holder.PodUID
 }
 
-// demote finishes the end of a grant on a pod that no longer holds one: the last revoked
+// demotePod finishes the end of a grant on a pod that no longer holds one: the last revoked
 // pod is marked Revoked whatever it showed (its grant may have ended before G3), any
 // other pod still marked Holding (or Draining) is marked Released; either loses the
 // holder label in the same write.
-func (r *Reconciler) demote(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
+func (r *Reconciler) demotePod(ctx context.Context, fl *fencingv1.FencedLease, p *corev1.Pod) error {
 	next := grantorder.PodState(p)
 	if rv := fl.Status.LastRevocation; rv != nil && rv.PodUID == p.UID {
 		next = fencingv1.PodRevoked

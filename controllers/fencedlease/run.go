@@ -47,7 +47,7 @@ func (r *Reconciler) runSteps(ctx context.Context, sr *slotRun, afterStatus bool
 			sr.done.Lease = err == nil
 		case decision.DemoteEnded:
 			if p := decision.FindPod(sr.pods, s.Pod); p != nil {
-				err = r.demote(ctx, fl, p)
+				err = r.demotePod(ctx, fl, p)
 			}
 		case decision.DemotePods:
 			err = r.demotePods(ctx, fl, sr.pods)
