@@ -37,7 +37,7 @@ func (r *Reconciler) observe(ctx context.Context, fl *fencingv1.FencedLease, unc
 // slot's view): the slot's Lease, its memory, the pods it may see.
 func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease, s decision.SlotFrame, uncached bool) (decision.World, error) {
 	key := client.ObjectKeyFromObject(fl)
-	w := decision.World{Fl: fl, Now: r.clock.Now(), Memory: r.grants.Read(s.MemoryKey(key)), Slot: s, Recorded: fl.Status.FencingToken}
+	w := decision.World{FL: fl, Now: r.clock.Now(), Memory: r.grants.Read(s.MemoryKey(key)), Slot: s, Recorded: fl.Status.FencingToken}
 	if s.Sharded {
 		w.Recorded = s.Recorded
 	}
@@ -73,7 +73,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 // record of it and the renewal it sees now, its pod (by UID, wherever its label went), the
 // hand-off's start, and the successor a hand-off would go to.
 func (r *Reconciler) observeHolder(ctx context.Context, w *decision.World, h *fencingv1.Holder, s decision.SlotFrame) error {
-	fl, rec := w.Fl, w.Record
+	fl, rec := w.FL, w.Record
 	w.Held = w.Memory.Of(h.PodUID, h.Token)
 	w.Held.Renewal = w.Held.Observe(renewalOn(rec, h), r.clock.Now())
 	// Not among the labeled pods: gone, or still there without its label. Unless this
@@ -125,9 +125,9 @@ func (r *Reconciler) observeGrantOnLease(ctx context.Context, w *decision.World)
 	var p *corev1.Pod
 	var err error
 	if rec.Holder != "" {
-		p, err = r.podByUID(ctx, w.Fl.Namespace, rec.Holder, rec.HolderUID)
+		p, err = r.podByUID(ctx, w.FL.Namespace, rec.Holder, rec.HolderUID)
 	} else {
-		p, err = podWithUID(ctx, r.apiReader, w.Fl.Namespace, rec.HolderUID)
+		p, err = podWithUID(ctx, r.apiReader, w.FL.Namespace, rec.HolderUID)
 	}
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (r *Reconciler) observeGrantOnLease(ctx context.Context, w *decision.World)
 // observeLastRevocation: the lock-delay's start, and the pod of a revocation for a
 // removed label, still to be marked.
 func (r *Reconciler) observeLastRevocation(ctx context.Context, w *decision.World) error {
-	fl := w.Fl
+	fl := w.FL
 	if rv := fl.Status.LastRevocation; rv != nil && rv.DelaySeconds > 0 {
 		// A lock-delay this process did not begin (it took over since) counts from now.
 		w.DelaySince = cmp.Or(w.Memory.Of(rv.PodUID, rv.Token).DelaySince, w.Now)

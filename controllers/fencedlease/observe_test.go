@@ -22,7 +22,7 @@ func observeStep(tr *decision.GrantMemory, c *clocktesting.FakeClock, fl *fencin
 	w := observeWorld(tr, c, fl, lease, pods, extra)
 	d := decision.Decide(w)
 	fl.Status = d.Status
-	tr.Write(decision.SlotKey{Lease: client.ObjectKeyFromObject(fl)}, decision.Remember(w, d, decision.Landed{Status: true}, c.Now())) // as after the status write
+	tr.Write(decision.SlotKey{Lease: client.ObjectKeyFromObject(fl)}, decision.Remember(w, d.Plan, decision.Landed{Status: true}, c.Now())) // as after the status write
 	return d
 }
 

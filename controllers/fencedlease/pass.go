@@ -94,7 +94,7 @@ func (r *Reconciler) runSlots(ctx context.Context, p *decision.SlotPass, judged 
 	if err != nil || !p.Finalized {
 		return err
 	}
-	done := p.Fl.DeepCopy()
+	done := p.FL.DeepCopy()
 	controllerutil.RemoveFinalizer(done, fencingv1.Finalizer)
 	if err := r.Update(ctx, done); err != nil {
 		return err
@@ -108,7 +108,7 @@ func (r *Reconciler) runSlots(ctx context.Context, p *decision.SlotPass, judged 
 func (r *Reconciler) rememberSlots(fl *fencingv1.FencedLease, slots []*slotRun) {
 	key := client.ObjectKeyFromObject(fl)
 	for _, sr := range slots {
-		r.grants.Write(sr.w.Slot.MemoryKey(key), decision.Remember(sr.w, sr.d, sr.done, r.clock.Now()))
+		r.grants.Write(sr.w.Slot.MemoryKey(key), decision.Remember(sr.w, sr.d.Plan, sr.done, r.clock.Now()))
 	}
 }
 
@@ -124,7 +124,7 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *decision.SlotPass, s deci
 	// The slot's pods live in the pass's scratch slice, which the next slot reuses: only
 	// the ones its plan may write are kept (below), as copies.
 	defer func() { sr.w.Pods, sr.w.Unlabeled, sr.w.Holder, sr.w.Successor = nil, nil, nil, nil }()
-	if r.ownWrites.behind(w.Fl, s.LeaseOwner(view), w.Lease, w.Pods) {
+	if r.ownWrites.behind(w.FL, s.LeaseOwner(view), w.Lease, w.Pods) {
 		// Deciding on a view older than this controller's own last write would only send
 		// writes bound to fail on their resourceVersion.
 		return sr, nil
@@ -143,7 +143,7 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *decision.SlotPass, s deci
 	}
 	sr.w, sr.d, sr.judged = w, d, true
 	sr.records = d.Plan.Has(decision.WriteStatus) && !w.Unchanged(&d.Status)
-	sr.fl = w.Fl.DeepCopy()
+	sr.fl = w.FL.DeepCopy()
 	sr.fl.Status = d.Status
 	sr.lease = w.Lease
 	sr.pods = writablePods(w, d)
@@ -156,14 +156,14 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *decision.SlotPass, s deci
 // wrote in between. Events and metrics follow a successful write only.
 func (r *Reconciler) writePassStatus(ctx context.Context, p *decision.SlotPass, slots []*slotRun) error {
 	next := p.Projected()
-	if !equality.Semantic.DeepEqual(next.Status, p.Fl.Status) && !summaryWaits(slots) {
+	if !equality.Semantic.DeepEqual(next.Status, p.FL.Status) && !summaryWaits(slots) {
 		from := next.ResourceVersion
 		err := r.Status().Update(ctx, next)
 		r.ownWrites.after(next, from, err)
 		if err != nil {
 			return fmt.Errorf("writing status: %w", err)
 		}
-		p.Fl = next
+		p.FL = next
 		defer r.metrics.setStatus(client.ObjectKeyFromObject(next), next.Status) // after the events' counts
 	}
 	for _, sr := range slots {
@@ -171,7 +171,7 @@ func (r *Reconciler) writePassStatus(ctx context.Context, p *decision.SlotPass, 
 			continue
 		}
 		sr.done.Status = true
-		sr.fl.ResourceVersion = p.Fl.ResourceVersion
+		sr.fl.ResourceVersion = p.FL.ResourceVersion
 		if sr.records {
 			slot := ""
 			if p.Sharded {

@@ -24,10 +24,10 @@ func TestRememberAHandoffOnlyOnceItsStatusLanded(t *testing.T) {
 	if !d.Asked() || !d.Plan.Has(decision.WriteStatus) {
 		t.Fatalf("want a hand-off asked in the status write, got %+v", d.End)
 	}
-	if g := decision.Remember(w, d, decision.Landed{}, c.Now()).Of(h.PodUID, h.Token); !g.HandoffSince.IsZero() {
+	if g := decision.Remember(w, d.Plan, decision.Landed{}, c.Now()).Of(h.PodUID, h.Token); !g.HandoffSince.IsZero() {
 		t.Fatalf("a request whose status write failed is remembered as asked at %v", g.HandoffSince)
 	}
-	if g := decision.Remember(w, d, decision.Landed{Status: true}, c.Now()).Of(h.PodUID, h.Token); !g.HandoffSince.Equal(w.Now) {
+	if g := decision.Remember(w, d.Plan, decision.Landed{Status: true}, c.Now()).Of(h.PodUID, h.Token); !g.HandoffSince.Equal(w.Now) {
 		t.Fatalf("a request that landed is remembered at %v, want %v", g.HandoffSince, w.Now)
 	}
 }
@@ -42,10 +42,10 @@ func TestRememberARevocationOnlyOnceTheLeaseWasCut(t *testing.T) {
 	if d.Revoked() == nil || !d.Plan.Has(decision.CutLease) {
 		t.Fatalf("want a revocation that cuts the Lease first, got %+v", d.End)
 	}
-	if g := decision.Remember(w, d, decision.Landed{}, c.Now()).Of(h.PodUID, h.Token); g.Revoking.Reason != "" {
+	if g := decision.Remember(w, d.Plan, decision.Landed{}, c.Now()).Of(h.PodUID, h.Token); g.Revoking.Reason != "" {
 		t.Fatalf("a revocation whose compare-and-swap failed is remembered: %+v", g.Revoking)
 	}
-	g := decision.Remember(w, d, decision.Landed{LeaseCut: true}, c.Now()).Of(h.PodUID, h.Token)
+	g := decision.Remember(w, d.Plan, decision.Landed{LeaseCut: true}, c.Now()).Of(h.PodUID, h.Token)
 	if g.Revoking.Reason != fencingv1.ReasonStartupDeadlineExceeded || !g.Revoking.At.Equal(w.Now) || g.Revoking.Lateness != time.Second {
 		t.Fatalf("the revocation begun on the Lease is remembered as %+v", g.Revoking)
 	}
@@ -68,10 +68,10 @@ func TestRememberAGrantOnTheLeaseAndForgetTheRest(t *testing.T) {
 	if g == nil || !d.GrantOnLease || d.StatusWait == 0 {
 		t.Fatalf("want a grant on the Lease first, got %+v", d)
 	}
-	if out := decision.Remember(w, d, decision.Landed{}, c.Now()); len(out) != 0 {
+	if out := decision.Remember(w, d.Plan, decision.Landed{}, c.Now()); len(out) != 0 {
 		t.Fatalf("nothing landed, yet remembered %+v", out)
 	}
-	out := decision.Remember(w, d, decision.Landed{Lease: true}, c.Now())
+	out := decision.Remember(w, d.Plan, decision.Landed{Lease: true}, c.Now())
 	if at := out.Of(g.PodUID, g.Token).GrantedOnLeaseAt; !at.Equal(w.Now) {
 		t.Fatalf("the grant on the Lease is remembered at %v, want %v", at, w.Now)
 	}

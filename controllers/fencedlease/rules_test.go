@@ -35,7 +35,7 @@ func ruleInput(c *clocktesting.FakeClock, mod func(*decision.Input)) *decision.I
 	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 1, Holder: h}
 	a := pod("a", t0)
 	lease := leaseFor(h, t0.Add(time.Second))
-	w := decision.World{Fl: fl, Lease: lease, Pods: []corev1.Pod{a}, Holder: &a, Now: c.Now(),
+	w := decision.World{FL: fl, Lease: lease, Pods: []corev1.Pod{a}, Holder: &a, Now: c.Now(),
 		Held: decision.GrantRecord{Renewal: decision.Renewal{UID: h.PodUID, Token: 1, ObservedAt: t0, SeenRenewing: true}}}
 	if mod != nil {
 		in := &decision.Input{World: w, H: h}
@@ -43,7 +43,7 @@ func ruleInput(c *clocktesting.FakeClock, mod func(*decision.Input)) *decision.I
 		w, h = in.World, in.H
 	}
 	w.Record = leaserecord.Read(w.Lease)  // as observe decodes it
-	w.Recorded = w.Fl.Status.FencingToken // as observe takes it, without slots
+	w.Recorded = w.FL.Status.FencingToken // as observe takes it, without slots
 	in := decision.Classify(w, h)
 	return &in
 }
@@ -81,7 +81,7 @@ func neverRenewed(in *decision.Input) {
 	in.Lease.Spec.RenewTime = in.Lease.Spec.AcquireTime.DeepCopy()
 }
 func revokeAsked(in *decision.Input) {
-	in.Fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
+	in.FL.Annotations = map[string]string{fencingv1.RevokeAnnotation: "1"}
 }
 func handoffAsked(grace int32, since time.Time) func(*decision.Input) {
 	return func(in *decision.Input) {
@@ -105,7 +105,7 @@ func TestRuleForeignLease(t *testing.T) {
 	runRuleTable(t, decision.ForeignLeaseRule, []ruleCase{
 		{name: "our Lease", applies: false},
 		{name: "a foreign Lease keeps the grant and looks again", mod: foreign, applies: true, kind: decision.Keep, requeue: decision.ConflictRecheck},
-		{name: "deletion still revokes", mod: all(foreign, func(in *decision.Input) { in.Fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }),
+		{name: "deletion still revokes", mod: all(foreign, func(in *decision.Input) { in.FL.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }),
 			applies: true, kind: decision.Revoke, revocation: fencingv1.ReasonFencedLeaseDeleted},
 	})
 }
@@ -267,7 +267,7 @@ func TestRuleCutOffRunsOut(t *testing.T) {
 func TestRuleDeleting(t *testing.T) {
 	runRuleTable(t, decision.DeletingRule, []ruleCase{
 		{name: "not deleting", applies: false},
-		{name: "deleting", mod: func(in *decision.Input) { in.Fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }, applies: true,
+		{name: "deleting", mod: func(in *decision.Input) { in.FL.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }, applies: true,
 			kind: decision.Revoke, revocation: fencingv1.ReasonFencedLeaseDeleted},
 	})
 }
@@ -301,7 +301,7 @@ func TestRuleExpired(t *testing.T) {
 func TestRuleRevokeRequested(t *testing.T) {
 	runRuleTable(t, decision.RevokeRequestedRule, []ruleCase{
 		{name: "no request", applies: false},
-		{name: "a request for another token", mod: func(in *decision.Input) { in.Fl.Annotations = map[string]string{fencingv1.RevokeAnnotation: "2"} }, applies: false},
+		{name: "a request for another token", mod: func(in *decision.Input) { in.FL.Annotations = map[string]string{fencingv1.RevokeAnnotation: "2"} }, applies: false},
 		{name: "started: cut off, revoked when the lease runs out", mod: revokeAsked, applies: true, kind: decision.CutOff,
 			revocation: fencingv1.ReasonRevokeRequested, leaseFirst: true, requeue: 5 * time.Second},
 		{name: "never renewed: revoked at once", mod: all(neverRenewed, revokeAsked), applies: true, kind: decision.Revoke,
@@ -367,9 +367,9 @@ func TestHolderRulesFirstMatchWins(t *testing.T) {
 		// Gone beats expired: a pod that is gone released, whatever the clock says.
 		{all(at(10*time.Second), func(in *decision.Input) { in.Holder = nil }), "released"},
 		// A deleted FencedLease revokes before a revoke request cuts off.
-		{all(revokeAsked, func(in *decision.Input) { in.Fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
+		{all(revokeAsked, func(in *decision.Input) { in.FL.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
 		// And before a cut-off holder waits out its lease: deletion lets go of no holder (D1).
-		{all(revokeAsked, cutOffLeaseOf, func(in *decision.Input) { in.Fl.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
+		{all(revokeAsked, cutOffLeaseOf, func(in *decision.Input) { in.FL.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), "deleting"},
 		{all(cutOffLeaseOf, func(in *decision.Input) { in.Holder = nil }), "finish a half-done revocation"},
 		// A pod that failed before it ever renewed could not start: not a release.
 		{all(neverRenewed, func(in *decision.Input) { in.Holder.Status.Phase = corev1.PodFailed }), "cannot start"},

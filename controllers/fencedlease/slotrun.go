@@ -77,7 +77,7 @@ func assignPods(slots []*slotRun, claimed map[int32][]types.UID) {
 // waiting pod no decision names is never written.
 func writablePods(w decision.World, d decision.Decision) []corev1.Pod {
 	named := map[types.UID]bool{}
-	for _, h := range []*fencingv1.Holder{w.Fl.Status.Holder, d.Status.Holder} {
+	for _, h := range []*fencingv1.Holder{w.FL.Status.Holder, d.Status.Holder} {
 		if h != nil {
 			named[h.PodUID] = true
 			if h.Handoff != nil {

@@ -175,7 +175,7 @@ func TestOthersOfASlot(t *testing.T) {
 	asked.Handoff = &fencingv1.Handoff{SuccessorName: "s", SuccessorUID: "uid-s"}
 	fl := slotsFL(3, fencingv1.Slot{Slot: 0, Holder: asked},
 		fencingv1.Slot{Slot: 1, LastRevocation: &fencingv1.Revocation{PodName: "r", PodUID: "uid-r", Token: 2}})
-	p := &decision.SlotPass{Fl: fl, Next: fl, OnLease: map[int32]leaserecord.Record{2: {Exists: true, Holder: "l", HolderUID: "uid-l", HasHolderUID: true, Token: 3}},
+	p := &decision.SlotPass{FL: fl, Next: fl, OnLease: map[int32]leaserecord.Record{2: {Exists: true, Holder: "l", HolderUID: "uid-l", HasHolderUID: true, Token: 3}},
 		Claimed: map[int32][]types.UID{1: {"uid-n"}}}
 	others, held := p.OthersOf(1)
 	for _, uid := range []types.UID{"uid-a", "uid-l", "uid-s"} { // uid-s: slot 0's hand-off successor

@@ -72,7 +72,7 @@ func TestANewerRevisionThatCannotTakeOverNowIsNotPreferred(t *testing.T) {
 	granted := func() string {
 		t.Helper()
 		waiting := grantorder.PassOver(grantorder.Candidates([]corev1.Pod{old, newer}, &fencingv1.FencedLeaseStatus{}, ""), nil)
-		tr, ok := decision.GrantRule(decision.World{Fl: fl, Now: t0.Add(time.Minute), Successor: &newer}, &fencingv1.FencedLeaseStatus{FencingToken: 1}, waiting)
+		tr, ok := decision.GrantRule(decision.World{FL: fl, Now: t0.Add(time.Minute), Successor: &newer}, &fencingv1.FencedLeaseStatus{FencingToken: 1}, waiting)
 		if !ok {
 			t.Fatalf("nobody granted: %+v", tr)
 		}

@@ -29,7 +29,7 @@ func CoalesceWindow(h *fencingv1.Holder, fl *fencingv1.FencedLease) time.Duratio
 // as it does a deleted FencedLease. adopted says which kind of grant d makes.
 func (d *Decision) deferStatus(w World, in *Input, adopted bool) {
 	g := d.Grant
-	if g == nil || w.Fl.DeletionTimestamp != nil || d.Status.Holder == nil || d.Status.Holder.FirstRenewTime != nil {
+	if g == nil || w.FL.DeletionTimestamp != nil || d.Status.Holder == nil || d.Status.Holder.FirstRenewTime != nil {
 		return
 	}
 	var since time.Time
@@ -44,7 +44,7 @@ func (d *Decision) deferStatus(w World, in *Input, adopted bool) {
 	if since.IsZero() {
 		return
 	}
-	if left := since.Add(CoalesceWindow(&g.Holder, w.Fl)).Sub(w.Now); left > 0 {
+	if left := since.Add(CoalesceWindow(&g.Holder, w.FL)).Sub(w.Now); left > 0 {
 		d.StatusWait = left
 		d.RequeueAfter = left
 	}

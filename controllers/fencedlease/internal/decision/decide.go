@@ -18,17 +18,17 @@ import (
 func Classify(w World, h *fencingv1.Holder) Input {
 	in := Input{World: w, H: h}
 	if h == nil {
-		in.State = in.Record.State(w.Fl.Name, "", "", 0)
+		in.State = in.Record.State(w.FL.Name, "", "", 0)
 		in.handedOver = handedOver(in.State, in.Record, w.Recorded)
 		return in
 	}
-	in.State = in.Record.State(w.Fl.Name, h.PodName, h.PodUID, h.Token)
+	in.State = in.Record.State(w.FL.Name, h.PodName, h.PodUID, h.Token)
 	in.handedOver = handedOver(in.State, in.Record, w.Recorded)
-	in.Started = h.FirstRenewTime != nil || in.Record.GrantRenewed(w.Fl.Name, h.PodName, h.PodUID, h.Token)
-	in.revokeRequested = revokeRequestedFor(w.Fl, h)
-	in.limit = startupDeadline(h, w.Fl)
+	in.Started = h.FirstRenewTime != nil || in.Record.GrantRenewed(w.FL.Name, h.PodName, h.PodUID, h.Token)
+	in.revokeRequested = revokeRequestedFor(w.FL, h)
+	in.limit = startupDeadline(h, w.FL)
 	if in.Started {
-		in.limit = GrantDuration(h, w.Fl)
+		in.limit = GrantDuration(h, w.FL)
 	}
 	in.left = w.Held.ObservedAt.Add(in.limit).Sub(w.Now)
 	in.graceLeft = handoffGraceLeft(w, h)
@@ -62,7 +62,7 @@ func Decide(w World) Decision {
 // judge computes the next status from what was observed: the holder rules judge the
 // grant the status names, then the grant rule may name the next holder (G1).
 func judge(w World) Decision {
-	fl := w.Fl
+	fl := w.FL
 	d := Decision{Status: *fl.Status.DeepCopy(), now: w.Now}
 	st := &d.Status
 	st.ObservedGeneration = fl.Generation
@@ -87,7 +87,7 @@ func judge(w World) Decision {
 	if t := d.Released(); t != nil {
 		ended = t.Holder.PodUID
 	}
-	waiting := grantorder.PassOver(NotAwaitingW1(w.Fl, grantorder.Candidates(w.Pods, st, ended)), grantorder.WithSilentNode(w.UnfitNodes, d.Revoked(), in.Holder))
+	waiting := grantorder.PassOver(NotAwaitingW1(w.FL, grantorder.Candidates(w.Pods, st, ended)), grantorder.WithSilentNode(w.UnfitNodes, d.Revoked(), in.Holder))
 	delayLeft := revocationDelayLeft(w, st, d.Revoked())
 	waiting, adopted := d.nextGrant(w, &in, waiting, delayLeft)
 	st.Waiting = int32(len(waiting))
@@ -107,7 +107,7 @@ func judge(w World) Decision {
 // made on the Lease (adopted), or G1's choice among waiting once no lock-delay is left. It
 // returns the pods still waiting after it, and whether the grant was adopted.
 func (d *Decision) nextGrant(w World, in *Input, waiting []*corev1.Pod, delayLeft time.Duration) ([]*corev1.Pod, bool) {
-	st, fl := &d.Status, w.Fl
+	st, fl := &d.Status, w.FL
 	var next *Transition
 	var adopted, counted bool
 	if in.handedOver && st.Holder == nil {
@@ -165,7 +165,7 @@ func (d *Decision) apply(in *Input) {
 		}
 		st.LastRevocation = &fencingv1.Revocation{PodName: h.PodName, PodUID: h.PodUID, Token: h.Token,
 			Reason: t.Revocation, Message: truncate(t.Message, 1024), Time: *MicroTime(at)}
-		if delay := revocationDelay(in.Fl, t.Revocation); delay > 0 {
+		if delay := revocationDelay(in.FL, t.Revocation); delay > 0 {
 			st.LastRevocation.DelaySeconds = delay
 			st.LastRevocation.NextGrantTime = MicroTime(at.Add(time.Duration(delay) * time.Second))
 		}
@@ -188,7 +188,7 @@ func (d *Decision) apply(in *Input) {
 // GrantRule: with no holder, not suspended, not being deleted and tokens left, the
 // oldest candidate — or the successor a hand-off named — is granted the next token (G1).
 func GrantRule(w World, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) (Transition, bool) {
-	fl := w.Fl
+	fl := w.FL
 	if st.Holder != nil || fl.Spec.Suspend || fl.DeletionTimestamp != nil || len(waiting) == 0 ||
 		st.FencingToken == math.MaxInt64 {
 		return Transition{}, false
@@ -243,8 +243,8 @@ func adoptRule(w World, rec leaserecord.Record) (Transition, bool) {
 		Token:                  rec.Token,
 		AcquireTime:            *acquire.DeepCopy(),
 		LastRenewTime:          acquire.DeepCopy(),
-		LeaseDurationSeconds:   specDurationSeconds(w.Fl),
-		StartupDeadlineSeconds: StartupSecondsFor(w.Fl, FindPod(w.Pods, rec.HolderUID)),
+		LeaseDurationSeconds:   specDurationSeconds(w.FL),
+		StartupDeadlineSeconds: StartupSecondsFor(w.FL, FindPod(w.Pods, rec.HolderUID)),
 	}
 	if rec.DurationSeconds > 0 {
 		h.LeaseDurationSeconds = rec.DurationSeconds
@@ -253,7 +253,7 @@ func adoptRule(w World, rec leaserecord.Record) (Transition, bool) {
 		// Its holder renewed already (R2): recorded in the same write as the grant.
 		h.FirstRenewTime, h.LastRenewTime = MicroTime(w.Now), MicroTime(w.Now)
 	}
-	t := Transition{Kind: Grant, RuleName: "adopt the handed-over grant", Holder: h, RequeueAfter: startupDeadline(&h, w.Fl)}
+	t := Transition{Kind: Grant, RuleName: "adopt the handed-over grant", Holder: h, RequeueAfter: startupDeadline(&h, w.FL)}
 	if p := FindPod(w.Pods, rec.HolderUID); p != nil {
 		t.PodCreated = p.CreationTimestamp.Time
 	}
@@ -265,7 +265,7 @@ func adoptRule(w World, rec leaserecord.Record) (Transition, bool) {
 // write (expiry is judged on the grant memory, never on this field). A new leader's first look
 // is not a renewal it saw happen, so it moves nothing.
 func (d *Decision) recordLastRenewal(w World) {
-	h, was := d.Status.Holder, w.Fl.Status.Holder
+	h, was := d.Status.Holder, w.FL.Status.Holder
 	if h == nil || was == nil || h.PodUID != was.PodUID || h.Token != was.Token ||
 		w.Held.RenewTime == nil || !w.Held.SeenRenewing {
 		return

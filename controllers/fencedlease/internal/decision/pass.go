@@ -14,7 +14,7 @@ import (
 // Lease the operator made for it: the token floor is the highest they carry, so a
 // re-created FencedLease continues above the tokens of slots it no longer has.
 func NewSlotPass(fl *fencingv1.FencedLease, pods []corev1.Pod, onLease leaserecord.Slots) *SlotPass {
-	p := &SlotPass{Fl: fl, Next: fl.DeepCopy(), Pods: pods, OnLease: onLease, Floor: onLease.Floor(), Claimed: map[int32][]types.UID{}, notes: slotNotes{}}
+	p := &SlotPass{FL: fl, Next: fl.DeepCopy(), Pods: pods, OnLease: onLease, Floor: onLease.Floor(), Claimed: map[int32][]types.UID{}, notes: slotNotes{}}
 	// A FencedLease whose status never listed slots (spec.holders lowered to 1 before any
 	// slot's status write landed) yet a slot's Lease records a grant: its slots are judged.
 	p.Sharded = sharded(fl) || grantAboveSlot0(onLease)
@@ -40,7 +40,7 @@ func grantAboveSlot0(recs leaserecord.Slots) bool {
 
 // Frame is slot i as this pass judges it.
 func (p *SlotPass) Frame(i int32) SlotFrame {
-	fl := p.Fl
+	fl := p.FL
 	s := SlotFrame{Index: i, Pass: p, NoGrant: p.Skipped, Recorded: SlotRecorded(&fl.Status, i)}
 	if p.Sharded {
 		s.Sharded, s.Retired, s.Ordinal = true, i >= HoldersOf(fl), fl.Spec.SlotAssignment == fencingv1.SlotAssignmentOrdinal
@@ -65,7 +65,7 @@ func (p *SlotPass) Indices() []int32 {
 	if !p.Sharded {
 		return []int32{0}
 	}
-	out := SlotIndices(p.Fl)
+	out := SlotIndices(p.FL)
 	for i, rec := range p.OnLease {
 		if rec.HasHolderUID && !slices.Contains(out, i) {
 			out = append(out, i)
@@ -116,7 +116,7 @@ func (p *SlotPass) OthersOf(i int32) (map[types.UID]bool, bool) {
 			continue
 		}
 		add(rec.HolderUID) // named on its Lease, or released there and not yet recorded
-		if rec.Holder != "" && rec.GrantAbove(SlotRecorded(&p.Fl.Status, j)) {
+		if rec.Holder != "" && rec.GrantAbove(SlotRecorded(&p.FL.Status, j)) {
 			held = true // a grant only its Lease records (G2): its pod may be at work
 		}
 	}
@@ -134,7 +134,7 @@ func (p *SlotPass) OthersOf(i int32) (map[types.UID]bool, bool) {
 // raised, and — when it changes the status (records) — its status in the projection the pass writes.
 func (p *SlotPass) Decided(i int32, w World, d Decision, records bool) {
 	p.Floor = max(p.Floor, d.Status.FencingToken)
-	if h := w.Fl.Status.Holder; h != nil {
+	if h := w.FL.Status.Holder; h != nil {
 		p.Claimed[i] = append(p.Claimed[i], h.PodUID)
 	}
 	if h := d.Status.Holder; h != nil {
@@ -164,7 +164,7 @@ func (p *SlotPass) Decided(i int32, w World, d Decision, records bool) {
 // says of the whole FencedLease recomputed for a FencedLease with slots.
 func (p *SlotPass) Projected() *fencingv1.FencedLease {
 	next := p.Next.DeepCopy()
-	next.ResourceVersion = p.Fl.ResourceVersion
+	next.ResourceVersion = p.FL.ResourceVersion
 	if p.Sharded {
 		p.finish(&next.Status)
 	}

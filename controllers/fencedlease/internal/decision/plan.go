@@ -14,10 +14,11 @@ import (
 
 // planFor lists the writes that carry out decision d, taken on world w.
 func planFor(w World, d Decision) Plan {
-	var p Plan
+	p := Plan{Now: d.now, Granted: d.Granted()}
 	ours := !d.foreignLease // a foreign Lease is never written (A3)
 	if d.leaseFirst() && ours {
-		p.add(CutLease, "X3").Lease = leaseCut(w, d)
+		cut := p.add(CutLease, "X3")
+		cut.Lease, cut.Revoking = leaseCut(w, d), revocationBegun(d)
 		if d.CutOffOnRequest() || d.cutsOff(fencingv1.ReasonPodCannotRun) {
 			p.add(TellCutOff, "Q2").Event = cutOffEvent(w, d)
 		}
@@ -33,10 +34,12 @@ func planFor(w World, d Decision) Plan {
 		}
 		// Otherwise the Lease holds the grant: the pods follow it now, and the status
 		// records it with the first renewal, or when the wait is over (deferStatus, G4).
-		p.add(WriteStatus, "X4")
+		status := p.add(WriteStatus, "X4")
+		status.Status, status.RevokedAt = &d.Status, revokedAt(d)
 	}
 	if ours {
-		p.add(WriteLease, "G2").Renewal = w.Held.Renewal
+		lease := p.add(WriteLease, "G2")
+		lease.Renewal, lease.FirstRecord = w.Held.Renewal, d.GrantOnLease && d.StatusWait > 0
 	}
 	if (d.handsOver() || d.GrantOnLease) && d.StatusWait > 0 {
 		// The Lease is the new grant's first record: a Warm holder starts on it. A Cold
@@ -55,7 +58,7 @@ func planFor(w World, d Decision) Plan {
 	p.add(DemotePods, "X5")
 	p.add(PromoteHolder, "G3")
 	p.add(DeleteRevoked, "X6")
-	switch deleting := w.Fl.DeletionTimestamp != nil; {
+	switch deleting := w.FL.DeletionTimestamp != nil; {
 	case deleting && (d.Status.Holder != nil || w.Slot.othersHeld):
 		// A holder still stands, or a grant only the Lease recorded was adopted just now:
 		// its pod may be at work, so it is revoked (D1) before the FencedLease goes. So
@@ -69,7 +72,7 @@ func planFor(w World, d Decision) Plan {
 		p.RequeueAfter, p.Priority = d.RequeueAfter, RequeueFollowUp
 	default:
 		p.RequeueAfter, p.Priority = d.RequeueAfter, RequeueNormal
-		p.Settles = GrantSettles(w.Fl, d)
+		p.Settles = GrantSettles(w.FL, d)
 	}
 	return p
 }
@@ -107,7 +110,7 @@ func leaseCut(w World, d Decision) *coordinationv1.Lease {
 		return nil
 	}
 	if d.Grant != nil {
-		return LeaseShowing(w.Fl, w.Slot, &d.Status, w.Lease, Renewal{})
+		return LeaseShowing(w.FL, w.Slot, &d.Status, w.Lease, Renewal{})
 	}
 	var reason fencingv1.RevocationReason
 	switch t := d.End; {
@@ -128,7 +131,7 @@ func leaseCut(w World, d Decision) *coordinationv1.Lease {
 // run (Q2, X9): its renewals are refused from now on, and it is revoked when the lease it
 // last renewed has run out.
 func cutOffEvent(w World, d Decision) *Event {
-	h := w.Fl.Status.Holder
+	h := w.FL.Status.Holder
 	left := d.RequeueAfter.Round(time.Millisecond)
 	if d.CutOffOnRequest() {
 		return &Event{Holder: *h, Type: corev1.EventTypeWarning, Reason: "RevokeRequested", Action: "Revoke",
@@ -138,4 +141,31 @@ func cutOffEvent(w World, d Decision) *Event {
 	return &Event{Holder: *h, Type: corev1.EventTypeWarning, Reason: string(fencingv1.ReasonPodCannotRun), Action: "Revoke",
 		Note: fmt.Sprintf("revoking token %d of pod %s: %s; its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
 			h.Token, h.PodName, d.End.Message, left)}
+}
+
+// revocationBegun is the revocation a cut on the Lease begins (X3), nil when it revokes
+// no one now (a cut-off, C1).
+func revocationBegun(d Decision) *PendingRevocation {
+	t := d.Ended(Revoke)
+	if t == nil {
+		return nil
+	}
+	rv := &PendingRevocation{Reason: t.Revocation, message: t.Message, Lateness: t.Lateness, At: d.now}
+	if d.handsOver() {
+		rv.handedOverAt = d.now
+	}
+	return rv
+}
+
+// revokedAt is when the revocation the status write records was decided: by this pass,
+// or by an earlier one whose status write failed (finishRevocationRule). Zero without one.
+func revokedAt(d Decision) time.Time {
+	t := d.Ended(Revoke)
+	switch {
+	case t == nil:
+		return time.Time{}
+	case t.at.IsZero():
+		return d.now
+	}
+	return t.at
 }

@@ -22,8 +22,9 @@ type Landed struct {
 // Remember is what this process knows of the FencedLease's grants once a pass is over:
 // what it observed, and what took effect of what it decided. It is the only writer of
 // the grant memory in a pass; now is read after the writes. Records of grants nobody
-// names any more — not the status, before or after, nor the Lease — are dropped.
-func Remember(w World, d Decision, done Landed, now time.Time) Recall {
+// names any more — not the status, before or after, nor the Lease — are dropped. It
+// reads the plan the pass ran, and which of its writes landed.
+func Remember(w World, p Plan, done Landed, now time.Time) Recall {
 	out := Recall{}
 	of := func(k grantKey) GrantRecord {
 		if g, ok := out[k]; ok {
@@ -31,21 +32,22 @@ func Remember(w World, d Decision, done Landed, now time.Time) Recall {
 		}
 		return w.Memory.Of(k.uid, k.token)
 	}
-	st := &w.Fl.Status
-	if done.Status {
-		st = &d.Status
+	st := &w.FL.Status
+	writeStatus, cut, writeLease := p.step(WriteStatus), p.step(CutLease), p.step(WriteLease)
+	if done.Status && writeStatus != nil {
+		st = writeStatus.Status
 	}
-	if h := w.Fl.Status.Holder; h != nil {
-		g := rememberHeld(w, d, done, st, h)
+	if h := w.FL.Status.Holder; h != nil {
+		g := rememberHeld(w, p, done, st, h, cut)
 		out[g.Key()] = g
 	}
-	if h := d.Granted(); h != nil && (done.Status || done.Lease) {
+	if h := p.Granted; h != nil && (done.Status || done.Lease) {
 		g := of(grantKey{h.PodUID, h.Token})
 		if done.Status && g.ObservedAt.IsZero() {
 			g.Renewal = g.Observe(nil, now) // its first look: the startup deadline counts from here
 		}
-		if done.Lease && d.GrantOnLease && d.StatusWait > 0 {
-			g.GrantedOnLeaseAt = d.now // G2 landed; the status follows (G4)
+		if done.Lease && writeLease != nil && writeLease.FirstRecord {
+			g.GrantedOnLeaseAt = p.Now // G2 landed; the status follows (G4)
 		}
 		out[g.Key()] = g
 	}
@@ -55,11 +57,8 @@ func Remember(w World, d Decision, done Landed, now time.Time) Recall {
 			// X8 counts from the revocation when this pass made it, else from this
 			// process's first look.
 			g.DelaySince = w.DelaySince
-			if t := d.Ended(Revoke); done.Status && t != nil {
-				g.DelaySince = d.now
-				if !t.at.IsZero() {
-					g.DelaySince = t.at
-				}
+			if done.Status && writeStatus != nil && !writeStatus.RevokedAt.IsZero() {
+				g.DelaySince = writeStatus.RevokedAt
 			}
 		}
 		out[g.Key()] = g
@@ -75,14 +74,13 @@ func Remember(w World, d Decision, done Landed, now time.Time) Recall {
 
 // rememberHeld is the record of h, the grant the status named when the pass began: the
 // revocation it began, the hand-off request's start, whether it is settled. st is the
-// status as it now stands.
-func rememberHeld(w World, d Decision, done Landed, st *fencingv1.FencedLeaseStatus, h *fencingv1.Holder) GrantRecord {
+// status as it now stands; cut the plan's step that cuts the grant on the Lease, if any.
+func rememberHeld(w World, p Plan, done Landed, st *fencingv1.FencedLeaseStatus, h *fencingv1.Holder, cut *Step) GrantRecord {
 	g := w.Held
-	if t := d.Ended(Revoke); t != nil && done.LeaseCut {
-		g.Revoking = PendingRevocation{Reason: t.Revocation, message: t.Message, Lateness: t.Lateness, At: d.now}
-		if d.handsOver() {
-			g.Revoking.handedOverAt = d.now
-			g.Revoking.PodsFollowed = done.All && d.Plan.Has(DemotePods)
+	if cut != nil && cut.Revoking != nil && done.LeaseCut {
+		g.Revoking = *cut.Revoking
+		if !g.Revoking.handedOverAt.IsZero() {
+			g.Revoking.PodsFollowed = done.All && p.Has(DemotePods)
 		}
 	}
 	g.HandoffSince = time.Time{}
@@ -91,9 +89,9 @@ func rememberHeld(w World, d Decision, done Landed, st *fencingv1.FencedLeaseSta
 		// request is forgotten, so a later one gets its whole grace period (H5).
 		g.HandoffSince = w.HandoffSince
 		if g.HandoffSince.IsZero() {
-			g.HandoffSince = d.now
+			g.HandoffSince = p.Now
 		}
 	}
-	g.Settled = done.All && d.Plan.Settles
+	g.Settled = done.All && p.Settles
 	return g
 }

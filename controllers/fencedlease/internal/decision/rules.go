@@ -57,7 +57,7 @@ func ForeignLeaseRule(in *Input) (Transition, bool) {
 	if in.State != leaserecord.StateForeign {
 		return Transition{}, false
 	}
-	if in.Fl.DeletionTimestamp != nil {
+	if in.FL.DeletionTimestamp != nil {
 		return Transition{Kind: Revoke, Revocation: fencingv1.ReasonFencedLeaseDeleted}, true
 	}
 	return Transition{Kind: Keep, RequeueAfter: ConflictRecheck}, true
@@ -86,7 +86,7 @@ func FinishRevocationRule(in *Input) (Transition, bool) {
 	if in.handedOver {
 		return Transition{Kind: Revoke, Revocation: ExpiryReason(in.Started, false)}, true
 	}
-	if WaitingOutCutOff(in.Record, in.Fl, in.H) {
+	if WaitingOutCutOff(in.Record, in.FL, in.H) {
 		if in.Holder != nil && grantorder.PodState(in.Holder) == fencingv1.PodRevoked && endedOnPod(in.Holder, in.H.Token) {
 			// Its revocation was decided before a crash: the pod is marked (X5). Finish it
 			// now; waiting the lease out again would mark the pod Holding again. (A pod
@@ -172,7 +172,7 @@ func cutOffRevocation(in *Input) Transition {
 // DeletingRule: a FencedLease being deleted revokes its holder (D1) — one standing cut
 // off too, at once as any holder: the finalizer goes only once no holder remains.
 func DeletingRule(in *Input) (Transition, bool) {
-	if in.Fl.DeletionTimestamp == nil {
+	if in.FL.DeletionTimestamp == nil {
 		return Transition{}, false
 	}
 	return Transition{Kind: Revoke, Revocation: fencingv1.ReasonFencedLeaseDeleted}, true
@@ -181,7 +181,7 @@ func DeletingRule(in *Input) (Transition, bool) {
 // LabelRemovedRule: the holder pod is still there, maybe running, without the label that
 // made it a candidate: not a release. Revoke it (A2).
 func LabelRemovedRule(in *Input) (Transition, bool) {
-	if in.Holder.Labels[fencingv1.LeaseLabel] == in.Fl.Name {
+	if in.Holder.Labels[fencingv1.LeaseLabel] == in.FL.Name {
 		return Transition{}, false
 	}
 	return Transition{Kind: Revoke, Revocation: fencingv1.ReasonLabelRemoved}, true
@@ -267,11 +267,11 @@ func SlotRemovedRule(in *Input) (Transition, bool) {
 	if !in.Slot.Retired || in.H.Handoff != nil {
 		return Transition{}, false
 	}
-	grace := time.Duration(specHandoffSeconds(in.Fl)) * time.Second
+	grace := time.Duration(specHandoffSeconds(in.FL)) * time.Second
 	return Transition{Kind: AskHandoff, RequeueAfter: min(in.left, grace), Successor: &fencingv1.Handoff{
 		SuccessorName:      fencingv1.SlotRemovedSuccessor,
 		RequestTime:        *MicroTime(in.Now),
-		GracePeriodSeconds: specHandoffSeconds(in.Fl),
+		GracePeriodSeconds: specHandoffSeconds(in.FL),
 	}}, true
 }
 
@@ -287,12 +287,12 @@ func AskHandoffRule(in *Input) (Transition, bool) {
 	if in.H.Handoff != nil || in.Successor == nil || grantorder.Warm(in.Successor) || !in.Started {
 		return Transition{}, false
 	}
-	grace := time.Duration(specHandoffSeconds(in.Fl)) * time.Second
+	grace := time.Duration(specHandoffSeconds(in.FL)) * time.Second
 	return Transition{Kind: AskHandoff, RequeueAfter: min(in.left, grace), Successor: &fencingv1.Handoff{
 		SuccessorName:      in.Successor.Name,
 		SuccessorUID:       in.Successor.UID,
 		RequestTime:        *MicroTime(in.Now),
-		GracePeriodSeconds: specHandoffSeconds(in.Fl),
+		GracePeriodSeconds: specHandoffSeconds(in.FL),
 	}}, true
 }
 

@@ -144,9 +144,9 @@ func podIndex(p *corev1.Pod) (int32, bool) {
 
 // SlotPass is what the slots of one pass share.
 type SlotPass struct {
-	// Fl is the FencedLease as the pass read it, then as it wrote it; pods are its labeled
+	// FL is the FencedLease as the pass read it, then as it wrote it; pods are its labeled
 	// pods as the pass began.
-	Fl   *fencingv1.FencedLease
+	FL   *fencingv1.FencedLease
 	Pods []corev1.Pod
 	// Sharded: fl has slots (status.slots); otherwise its one grant is slot 0, recorded in
 	// status.holder.

@@ -264,5 +264,5 @@ func (w World) Unchanged(st *fencingv1.FencedLeaseStatus) bool {
 	if w.Slot.Sharded {
 		return sameSlotStatus(w.Slot.Pass, w.Slot.Index, st)
 	}
-	return equality.Semantic.DeepEqual(*st, w.Fl.Status)
+	return equality.Semantic.DeepEqual(*st, w.FL.Status)
 }

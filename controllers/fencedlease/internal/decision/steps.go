@@ -75,6 +75,17 @@ type Step struct {
 	// Renewal (WriteLease) is the holder's last renewal seen, kept when the Lease is
 	// repaired after someone else rewrote it.
 	Renewal Renewal
+	// Revoking (CutLease) is the revocation the cut begins, remembered once it landed: a
+	// restart finishes it for the same reason, and its lock-delay counts from its time.
+	Revoking *PendingRevocation
+	// Status (WriteStatus) is the status that records the decision; RevokedAt when the
+	// revocation it records was decided (X8 counts the lock-delay from then), zero when
+	// it records none.
+	Status    *fencingv1.FencedLeaseStatus
+	RevokedAt time.Time
+	// FirstRecord (WriteLease): the Lease is the new grant's first record, and the status
+	// follows with its first renewal (G2, G4).
+	FirstRecord bool
 	// LandsToken: this write carries the decision's new token to the slot's Lease; the
 	// slots' grants land in token order (grantturn.go).
 	LandsToken bool
@@ -93,6 +104,9 @@ type Plan struct {
 	Steps        []Step
 	RequeueAfter time.Duration
 	Priority     RequeueClass
+	// Now is the clock the decision was made on; Granted the grant it makes, or nil.
+	Now     time.Time
+	Granted *fencingv1.Holder
 	// Settles: the grant is kept with nothing of it waiting for a renewal, so its
 	// renewals need queue no pass (renewals.go) once this plan has run.
 	Settles bool
@@ -103,6 +117,16 @@ type Plan struct {
 func (p *Plan) add(kind StepKind, protocol string) *Step {
 	p.Steps = append(p.Steps, Step{Kind: kind, Protocol: protocol})
 	return &p.Steps[len(p.Steps)-1]
+}
+
+// step is the plan's write of kind k, or nil.
+func (p Plan) step(k StepKind) *Step {
+	for i := range p.Steps {
+		if p.Steps[i].Kind == k {
+			return &p.Steps[i]
+		}
+	}
+	return nil
 }
 
 // landsTokenAt marks the write of kind k as the one that carries the new token to the

@@ -12,7 +12,7 @@ import (
 
 // World is what a reconcile observed.
 type World struct {
-	Fl    *fencingv1.FencedLease
+	FL    *fencingv1.FencedLease
 	Lease *coordinationv1.Lease // nil when there is none yet
 	// Record is lease decoded, once a pass (pkg/leaserecord).
 	Record leaserecord.Record
