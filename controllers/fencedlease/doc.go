@@ -22,17 +22,17 @@
 // Each reconcile is one pass over the FencedLease's slots (pass.go; one slot for a
 // FencedLease of one grant). For each slot in order it observes (observe.go: the clock
 // first, then the Lease and the labeled pods, and what this process remembers of the
-// grants), decides (decide.go: the holder rules of rules.go, first match wins, then the
-// grant rule; pure, on a fake clock in the tests) and plans (plan.go: the writes in order,
-// each tagged with the step below it carries out: a compare-and-swap on the Lease where a
-// step says so, the status write, then the Lease and the pods follow the status). Then it
-// runs the plans (run.go, project.go) — the slots' writes before the status, the status
-// once, the writes after it — and remembers what landed (remember.go). Every step is
-// idempotent for the same (pod UID, token). One line per step and the invariant it
-// keeps; docs/protocol.md says
-// how each is done and finished after a crash. The code, the docs and the tests cite
-// these IDs; protocol_ids_test.go checks that each cited one is defined here and each
-// defined one is cited by a test.
+// grants), decides and plans in internal/decision, a package that does no I/O (decide.go:
+// the holder rules of rules.go, first match wins, then the grant rule; plan.go: the
+// writes in order, each carrying what it writes and tagged with the step below it carries
+// out: a compare-and-swap on the Lease where a step says so, the status write, then the
+// Lease and the pods follow the status). Then it runs the plans (run.go, project.go) —
+// the slots' writes before the status, the status once, the writes after it — and
+// remembers what landed (remember.go). Every step is idempotent for the same (pod UID,
+// token). One line per step and the invariant it keeps; docs/protocol.md says how each
+// is done and finished after a crash. The code, the docs and the tests cite these IDs;
+// protocol_ids_test.go checks that each cited one is defined here and each defined one
+// is cited by a test.
 //
 // Grant (GrantRule):
 //
@@ -96,7 +96,7 @@
 //	W2. A pod waiting 3 s for a FencedLease that does not exist gets an event and the condition FencedLeaseFound False, once.
 //	W3. A labeled pod admission never made a candidate gets an event and the condition Admitted False, once; it is never granted.
 //
-// Slots (pass.go, slotpass.go; a FencedLease of one grant is slot 0 alone, and spec.holders
+// Slots (pass.go, internal/decision/pass.go; a FencedLease of one grant is slot 0 alone, and spec.holders
 // above 1 gives it more):
 //
 //	N1. Slot k's Lease is the FencedLease's own for k = 0, <name>-slot-k otherwise, labeled with k.
