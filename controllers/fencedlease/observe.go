@@ -50,6 +50,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 		return w, err
 	}
 	w.Pods = s.Visible(s.Pass.Pods) // every slot judges the pods the pass began with
+	w.Candidates = s.VisibleCandidates()
 	if !s.Sharded && fl.Status.FencingToken == 0 {
 		w.Floor = s.Pass.Floor
 	}
@@ -96,7 +97,7 @@ func (r *Reconciler) observeHolder(ctx context.Context, w *decision.World, h *fe
 		// The grace period counts from this process's first look at the request.
 		w.HandoffSince = cmp.Or(w.Held.HandoffSince, w.Now)
 	} else if fl.DeletionTimestamp == nil {
-		cands := s.MayGrant(decision.NotAwaitingW1(fl, grantorder.Candidates(w.Pods, &fl.Status, ""))) // only a pod this slot may be granted
+		cands := s.MayGrant(decision.NotAwaitingW1(fl, decision.CandidatesFor(*w, &fl.Status, ""))) // only a pod this slot may be granted
 		successor, err := r.successorOf(ctx, &w.Held, w.Holder, cands)
 		if err != nil {
 			return err

@@ -71,7 +71,7 @@ func (r *Reconciler) demotePods(ctx context.Context, fl *fencingv1.FencedLease, 
 func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLease, s decision.SlotFrame, pods []corev1.Pod) error {
 	h := fl.Status.Holder
 	for i := range pods {
-		if p := &pods[i]; namesHolder(fl, p) && p.DeletionTimestamp == nil {
+		if p := &pods[i]; namesHolder(fl, p) && p.DeletionTimestamp == nil && !showsGrant(p, h, s) {
 			return r.patchPod(ctx, p, func(p *corev1.Pod) {
 				setAnnotation(p, fencingv1.TokenAnnotation, decision.FormatToken(h.Token))
 				setAnnotation(p, fencingv1.StateAnnotation, string(holdingState(h)))
@@ -87,6 +87,23 @@ func (r *Reconciler) promoteHolder(ctx context.Context, fl *fencingv1.FencedLeas
 		}
 	}
 	return nil
+}
+
+// showsGrant: pod p shows grant h of slot s as promoteHolder writes it, so there is
+// nothing to write. Most passes find it so, and it spares them a copy of the pod.
+func showsGrant(p *corev1.Pod, h *fencingv1.Holder, s decision.SlotFrame) bool {
+	a, l := p.Annotations, p.Labels
+	slot, slotLabeled := l[fencingv1.SlotLabel]
+	if s.Sharded {
+		want := strconv.Itoa(int(s.Index))
+		if a[fencingv1.SlotAnnotation] != want || slot != want {
+			return false
+		}
+	} else if slotLabeled {
+		return false
+	}
+	return a[fencingv1.TokenAnnotation] == decision.FormatToken(h.Token) && a[fencingv1.StateAnnotation] == string(holdingState(h)) &&
+		l[fencingv1.HolderLabel] == "true" && len(decision.WithoutGate(p.Spec.SchedulingGates)) == len(p.Spec.SchedulingGates)
 }
 
 // deleteRevokedPods deletes the revoked pods of pods that must go (X6): after the

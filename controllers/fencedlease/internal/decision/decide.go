@@ -87,7 +87,7 @@ func judge(w World) Decision {
 	if t := d.Released(); t != nil {
 		ended = t.Holder.PodUID
 	}
-	waiting := grantorder.PassOver(NotAwaitingW1(w.FL, grantorder.Candidates(w.Pods, st, ended)), grantorder.WithSilentNode(w.UnfitNodes, d.Revoked(), in.Holder))
+	waiting := grantorder.PassOver(NotAwaitingW1(w.FL, CandidatesFor(w, st, ended)), grantorder.WithSilentNode(w.UnfitNodes, d.Revoked(), in.Holder))
 	delayLeft := revocationDelayLeft(w, st, d.Revoked())
 	waiting, adopted := d.nextGrant(w, &in, waiting, delayLeft)
 	st.Waiting = int32(len(waiting))

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/internal/grantorder"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -15,6 +16,7 @@ import (
 // re-created FencedLease continues above the tokens of slots it no longer has.
 func NewSlotPass(fl *fencingv1.FencedLease, pods []corev1.Pod, onLease leaserecord.Slots) *SlotPass {
 	p := &SlotPass{FL: fl, Next: fl.DeepCopy(), Pods: pods, OnLease: onLease, Floor: onLease.Floor(), Claimed: map[int32][]types.UID{}, notes: slotNotes{}}
+	p.candidates = grantorder.Candidates(pods, &fencingv1.FencedLeaseStatus{}, "")
 	// A FencedLease whose status never listed slots (spec.holders lowered to 1 before any
 	// slot's status write landed) yet a slot's Lease records a grant: its slots are judged.
 	p.Sharded = sharded(fl) || grantAboveSlot0(onLease)

@@ -111,6 +111,20 @@ func (s SlotFrame) Visible(pods []corev1.Pod) []corev1.Pod {
 	return out
 }
 
+// VisibleCandidates are the pass's candidates this slot may see, in grant order.
+func (s SlotFrame) VisibleCandidates() []*corev1.Pod {
+	if len(s.others) == 0 {
+		return s.Pass.candidates
+	}
+	out := make([]*corev1.Pod, 0, len(s.Pass.candidates))
+	for _, p := range s.Pass.candidates {
+		if !s.others[p.UID] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // MayGrant filters waiting, the candidates in grant order, to those this slot may be
 // granted: none for a retired slot; under Ordinal, the pod of its index alone.
 func (s SlotFrame) MayGrant(waiting []*corev1.Pod) []*corev1.Pod {
@@ -168,6 +182,9 @@ type SlotPass struct {
 	Claimed map[int32][]types.UID
 	// notes are what keeps each slot judged in this pass from granting (slotNotes).
 	notes slotNotes
+	// candidates are the candidates among pods in grant order, whatever a status names
+	// (grantorder.Candidates): sorted once a pass, filtered by each slot.
+	candidates []*corev1.Pod
 	// scratch holds the pods the slot being judged sees (SlotFrame.visible).
 	scratch []corev1.Pod
 	// finishedNow caches SlotPass.finished until the projection or the notes change; nil:

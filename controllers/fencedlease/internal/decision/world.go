@@ -17,6 +17,9 @@ type World struct {
 	// Record is lease decoded, once a pass (pkg/leaserecord).
 	Record leaserecord.Record
 	Pods   []corev1.Pod // every pod labeled for this FencedLease
+	// Candidates are the candidates among Pods in grant order (grantorder.Candidates),
+	// whatever the status names: CandidatesFor leaves those out.
+	Candidates []*corev1.Pod
 	// Holder is the pod status.holder names, confirmed by UID: from pods, or read
 	// uncached by name when it is not among them. nil when it is gone.
 	Holder *corev1.Pod
