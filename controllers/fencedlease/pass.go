@@ -17,10 +17,11 @@ import (
 )
 
 // pass judges every slot of fl in order — slot 0 alone for a FencedLease of one grant —
-// then carries out their plans in three phases: each slot's writes that come before its
-// status record (the Lease's compare-and-swap, the ended grant's pod), the status of the
-// whole FencedLease, projected from every slot's decision and written once, then each
-// slot's writes that follow the status (its Lease, its pods), and last the finalizer.
+// and carries out their plans in three phases: each slot's writes that come before its
+// status record (the Lease's compare-and-swap, the ended grant's pod), started as soon as
+// the slot is judged; the status of the whole FencedLease, projected from every slot's
+// decision and written once; then each slot's writes that follow the status (its Lease,
+// its pods), and last the finalizer.
 // A write that fails ends the pass; what landed is remembered, and the next pass finishes
 // it from the Lease (as after a crash). It asks to run again when the soonest slot does.
 func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.Result, error) {
@@ -28,14 +29,19 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	slots, res, err := r.judgeSlots(ctx, p)
-	// Remembered however the pass ends, from what each slot saw, decided and landed.
+	early := newEarlyWrites()
+	slots, res, err := r.judgeSlots(ctx, p, early)
+	// Remembered however the pass ends, from what each slot saw, decided and landed,
+	// once the writes it started are over.
 	defer r.rememberSlots(fl, slots)
+	judged := slices.DeleteFunc(slices.Clone(slots), func(sr *slotRun) bool { return !sr.judged })
+	if werr := early.wait(judged); err == nil {
+		err = werr
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	judged := slices.DeleteFunc(slices.Clone(slots), func(sr *slotRun) bool { return !sr.judged })
-	if err := r.runSlots(ctx, p, judged); err != nil {
+	if err := r.finishSlots(ctx, p, judged); err != nil {
 		return ctrl.Result{}, err
 	}
 	if p.Finalized {
@@ -45,9 +51,10 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.
 }
 
 // judgeSlots judges the slots of the pass one after another, each counting on the
-// decisions before it; a slot whose view is behind this controller's own writes is
-// looked at again soon. It stops after a slot that lets the deleted FencedLease go.
-func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass) ([]*slotRun, ctrl.Result, error) {
+// decisions before it, and starts each one's writes before the status once it is judged
+// (earlyWrites); a slot whose view is behind this controller's own writes is looked at
+// again soon. It stops after a slot that lets the deleted FencedLease go.
+func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass, early *earlyWrites) ([]*slotRun, ctrl.Result, error) {
 	var slots []*slotRun
 	var res ctrl.Result
 	for _, i := range p.Indices() {
@@ -66,6 +73,7 @@ func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass) ([]*s
 			res = sooner(res, ctrl.Result{RequeueAfter: decision.CacheBehind})
 			continue
 		}
+		early.start(sr, p.Claimed, p.Sharded, func(sr *slotRun) error { return r.runSteps(ctx, sr, false) })
 		res = sooner(res, resultOf(sr.d.Plan))
 		if p.Finalized {
 			break
@@ -74,15 +82,10 @@ func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass) ([]*s
 	return slots, res, nil
 }
 
-// runSlots carries out the plans of the judged slots: the writes before the status, at
-// once across slots (their grants in token order), the status, the writes after it, at
-// once, and the finalizer.
-func (r *Reconciler) runSlots(ctx context.Context, p *decision.SlotPass, judged []*slotRun) error {
-	assignPods(judged, p.Claimed)
-	takeTurns(judged)
-	if err := eachSlot(judged, func(sr *slotRun) error { return r.runSteps(ctx, sr, false) }); err != nil {
-		return err
-	}
+// finishSlots carries out the rest of the judged slots' plans, once their writes before
+// the status landed: the status, the writes after it, at once across slots, and the
+// finalizer.
+func (r *Reconciler) finishSlots(ctx context.Context, p *decision.SlotPass, judged []*slotRun) error {
 	if err := r.writePassStatus(ctx, p, judged); err != nil {
 		return err
 	}

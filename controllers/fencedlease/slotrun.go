@@ -2,6 +2,7 @@ package fencedlease
 
 import (
 	"slices"
+	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,44 +32,84 @@ type slotRun struct {
 	done  decision.Landed
 }
 
-// takeTurns gives each slot that grants on its Lease its turn, in slot order (the order
-// their tokens were decided in).
-func takeTurns(slots []*slotRun) {
-	var prev <-chan bool
-	for _, sr := range slots {
-		if !sr.d.Plan.LandsToken() {
-			continue
-		}
-		done := make(chan bool, 1)
-		sr.turn = &grantTurn{prev: prev, done: done}
-		prev = done
-	}
+// earlyWrites starts each judged slot's writes that come before the pass's status write
+// (runSteps, afterStatus false) as soon as it is judged, at once with the judging of the
+// slots after it, so a slot's hand-over waits for no other slot's judging. The pass
+// waits for them all before its status write.
+type earlyWrites struct {
+	// owner is the slot whose decision names a pod (SlotPass.Claimed), given the pods
+	// no decision names that a slot sees first.
+	owner map[types.UID]int32
+	given map[types.UID]bool
+	// lastTurn is the turn of the last slot judged that grants on its Lease.
+	lastTurn <-chan bool
+	wg       sync.WaitGroup
+	errs     map[*slotRun]error
+	mu       sync.Mutex
 }
 
-// assignPods leaves each pod in the pods of one slot at most, so the slots write at once
-// without sharing a pod: in the slot whose decision names it (claimed), else in the first
-// slot that sees it (a pod no slot names is only ever demoted).
-func assignPods(slots []*slotRun, claimed map[int32][]types.UID) {
-	owner := map[types.UID]int32{}
-	for i, uids := range claimed {
-		for _, uid := range uids {
-			owner[uid] = i
+func newEarlyWrites() *earlyWrites {
+	return &earlyWrites{owner: map[types.UID]int32{}, given: map[types.UID]bool{}, errs: map[*slotRun]error{}}
+}
+
+// start gives judged slot sr its pods and its turn, then runs its writes before the
+// status: in the background for a FencedLease with slots, at once for one of one grant.
+func (e *earlyWrites) start(sr *slotRun, claimed map[int32][]types.UID, sharded bool, run func(*slotRun) error) {
+	e.givePods(sr, claimed)
+	e.takeTurn(sr)
+	if !sharded {
+		e.errs[sr] = run(sr)
+		return
+	}
+	e.wg.Go(func() {
+		err := run(sr)
+		e.mu.Lock()
+		e.errs[sr] = err
+		e.mu.Unlock()
+	})
+}
+
+// wait waits for every slot's writes and returns the first error, in slot order.
+func (e *earlyWrites) wait(slots []*slotRun) error {
+	e.wg.Wait()
+	for _, sr := range slots {
+		if err := e.errs[sr]; err != nil {
+			return err
 		}
 	}
-	given := map[types.UID]bool{}
-	for _, sr := range slots {
-		i := sr.w.Slot.Index
-		sr.pods = slices.DeleteFunc(sr.pods, func(pod corev1.Pod) bool {
-			if o, named := owner[pod.UID]; named {
-				return o != i
-			}
-			if given[pod.UID] {
-				return true
-			}
-			given[pod.UID] = true
-			return false
-		})
+	return nil
+}
+
+// takeTurn gives sr, when it grants on its Lease, its turn after the last slot judged
+// before it that does (the order their tokens were decided in).
+func (e *earlyWrites) takeTurn(sr *slotRun) {
+	if !sr.d.Plan.LandsToken() {
+		return
 	}
+	done := make(chan bool, 1)
+	sr.turn = &grantTurn{prev: e.lastTurn, done: done}
+	e.lastTurn = done
+}
+
+// givePods leaves in sr's pods those no other slot's decision names and no slot judged
+// before it was given, so the slots write at once without sharing a pod (N3). A slot
+// judged later never names one of them: it does not see the pods the earlier slots'
+// decisions name, and a pod no decision names is only ever demoted.
+func (e *earlyWrites) givePods(sr *slotRun, claimed map[int32][]types.UID) {
+	i := sr.w.Slot.Index
+	for _, uid := range claimed[i] {
+		e.owner[uid] = i
+	}
+	sr.pods = slices.DeleteFunc(sr.pods, func(pod corev1.Pod) bool {
+		if o, named := e.owner[pod.UID]; named {
+			return o != i
+		}
+		if e.given[pod.UID] {
+			return true
+		}
+		e.given[pod.UID] = true
+		return false
+	})
 }
 
 // writablePods are the pods of w a slot's plan may write: those its decision names (the
