@@ -49,7 +49,7 @@ func (r *Reconciler) observeSlot(ctx context.Context, fl *fencingv1.FencedLease,
 	if w.Lease, w.LeaseUnread, err = r.readLease(ctx, s.LeaseKey(fl), uncached); err != nil {
 		return w, err
 	}
-	w.Pods = s.Visible(s.Pass.Pods) // every slot judges the pods the pass began with
+	w.Pods = s.Visible() // every slot judges the pods the pass began with
 	w.Candidates = s.VisibleCandidates()
 	if !s.Sharded && fl.Status.FencingToken == 0 {
 		w.Floor = s.Pass.Floor
@@ -83,7 +83,7 @@ func (r *Reconciler) observeHolder(ctx context.Context, w *decision.World, h *fe
 	// again at every reconcile of that wait would be a read per event for a pod that
 	// is gone. A hand-over to a Warm successor wrote the Lease alone (P1): its old
 	// holder's pod, its label maybe taken off since, is still to be marked.
-	if w.Holder = decision.FindPod(w.Pods, h.PodUID); w.Holder == nil && !w.Held.Revoking.PodsFollowed {
+	if w.Holder = w.PodOf(h.PodUID); w.Holder == nil && !w.Held.Revoking.PodsFollowed {
 		holder, err := r.podByUID(ctx, fl.Namespace, h.PodName, h.PodUID)
 		if err != nil {
 			return err
@@ -115,7 +115,7 @@ func (r *Reconciler) observeGrantOnLease(ctx context.Context, w *decision.World)
 		return nil
 	}
 	w.GrantedOnLeaseAt = w.Memory.Of(rec.HolderUID, rec.Token).GrantedOnLeaseAt
-	if decision.FindPod(w.Pods, rec.HolderUID) != nil {
+	if w.PodOf(rec.HolderUID) != nil {
 		return nil
 	}
 	// A grant the status does not record, its pod not among the labeled ones: found by
@@ -147,7 +147,7 @@ func (r *Reconciler) observeLastRevocation(ctx context.Context, w *decision.Worl
 		// A lock-delay this process did not begin (it took over since) counts from now.
 		w.DelaySince = cmp.Or(w.Memory.Of(rv.PodUID, rv.Token).DelaySince, w.Now)
 	}
-	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved && decision.FindPod(w.Pods, rv.PodUID) == nil {
+	if rv := fl.Status.LastRevocation; rv != nil && rv.Reason == fencingv1.ReasonLabelRemoved && w.PodOf(rv.PodUID) == nil {
 		// Finish marking (and deleting) a pod revoked for losing its label: one uncached
 		// read a reconcile, until the next revocation.
 		p, err := r.podByUID(ctx, fl.Namespace, rv.PodName, rv.PodUID)
@@ -163,11 +163,11 @@ func (r *Reconciler) observeLastRevocation(ctx context.Context, w *decision.Worl
 
 // UnfitNodes says which of the nodes the Warm pods among pods run on cannot take a grant
 // now, and why.
-func (r *Reconciler) unfitNodes(pods []corev1.Pod) map[string]string {
+func (r *Reconciler) unfitNodes(pods []*corev1.Pod) map[string]string {
 	var out map[string]string
-	for i := range pods {
-		node := pods[i].Spec.NodeName
-		if r.nodes == nil || node == "" || !grantorder.Warm(&pods[i]) {
+	for _, p := range pods {
+		node := p.Spec.NodeName
+		if r.nodes == nil || node == "" || !grantorder.Warm(p) {
 			continue
 		}
 		if why := r.nodes.unfit(node); why != "" {

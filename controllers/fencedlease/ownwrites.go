@@ -179,7 +179,7 @@ func (o *ownWrites) leaseNotShown(owner decision.SlotLease, shown bool) bool {
 
 // behind is true when fl, its Lease (nil: none; created for LeaseOwner) and its pods were
 // read from a cache that does not show yet one of this controller's own writes.
-func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner decision.SlotLease, lease *coordinationv1.Lease, pods []corev1.Pod) bool {
+func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner decision.SlotLease, lease *coordinationv1.Lease, pods []*corev1.Pod) bool {
 	if o.wroteOver(fl.UID, fl.ResourceVersion) {
 		return true
 	}
@@ -189,8 +189,8 @@ func (o *ownWrites) behind(fl *fencingv1.FencedLease, leaseOwner decision.SlotLe
 	if lease != nil && o.wroteOver(lease.UID, lease.ResourceVersion) {
 		return true
 	}
-	for i := range pods {
-		if o.wroteOver(pods[i].UID, pods[i].ResourceVersion) {
+	for _, p := range pods {
+		if o.wroteOver(p.UID, p.ResourceVersion) {
 			return true
 		}
 	}

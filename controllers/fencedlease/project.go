@@ -180,18 +180,20 @@ func mustDelete(fl *fencingv1.FencedLease, p *corev1.Pod) bool {
 }
 
 // patchPod applies mutate with an optimistic lock, and skips the write when it changes
-// nothing. p is updated in place to what the server returned.
+// nothing. p is updated to what the server returned; the maps it had are never written,
+// as they are the pass's view of the pod, which other slots read meanwhile.
 func (r *Reconciler) patchPod(ctx context.Context, p *corev1.Pod, mutate func(*corev1.Pod)) error {
-	before := p.DeepCopy()
-	mutate(p)
-	if equality.Semantic.DeepEqual(before, p) {
+	next := p.DeepCopy()
+	mutate(next)
+	if equality.Semantic.DeepEqual(p, next) {
 		return nil
 	}
-	err := r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	r.ownWrites.after(p, before.ResourceVersion, err)
+	err := r.Patch(ctx, next, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}))
+	r.ownWrites.after(next, p.ResourceVersion, err)
 	if err != nil {
 		return fmt.Errorf("updating pod %s: %w", p.Name, err)
 	}
+	*p = *next
 	return nil
 }
 

@@ -35,7 +35,7 @@ func ruleInput(c *clocktesting.FakeClock, mod func(*decision.Input)) *decision.I
 	fl.Status = fencingv1.FencedLeaseStatus{FencingToken: 1, Holder: h}
 	a := pod("a", t0)
 	lease := leaseFor(h, t0.Add(time.Second))
-	w := decision.World{FL: fl, Lease: lease, Pods: []corev1.Pod{a}, Holder: &a, Now: c.Now(),
+	w := decision.World{FL: fl, Lease: lease, Pods: []*corev1.Pod{&a}, Holder: &a, Now: c.Now(),
 		Held: decision.GrantRecord{Renewal: decision.Renewal{UID: h.PodUID, Token: 1, ObservedAt: t0, SeenRenewing: true}}}
 	if mod != nil {
 		in := &decision.Input{World: w, H: h}
@@ -321,7 +321,7 @@ func TestRuleHandoffTimeout(t *testing.T) {
 // Checks H5.
 func TestRuleHandoffWithdrawn(t *testing.T) {
 	n := pod("n", t0)
-	waits := func(in *decision.Input) { in.Pods = append(in.Pods, n) }
+	waits := func(in *decision.Input) { in.Pods = append(in.Pods, &n) }
 	runRuleTable(t, decision.HandoffWithdrawnRule, []ruleCase{
 		{name: "not asked", mod: waits, applies: false},
 		{name: "the successor waits", mod: all(handoffAsked(30, t0), waits), applies: false},

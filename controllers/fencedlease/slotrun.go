@@ -130,11 +130,14 @@ func writablePods(w decision.World, d decision.Decision) []corev1.Pod {
 		named[rv.PodUID] = true
 	}
 	var out []corev1.Pod
-	for _, pods := range [][]corev1.Pod{w.Pods, w.Unlabeled} {
-		for i := range pods {
-			if p := &pods[i]; named[p.UID] || markedAsGranted(p) {
-				out = append(out, *p)
-			}
+	for _, p := range w.Pods {
+		if named[p.UID] || markedAsGranted(p) {
+			out = append(out, *p)
+		}
+	}
+	for i := range w.Unlabeled {
+		if p := &w.Unlabeled[i]; named[p.UID] || markedAsGranted(p) {
+			out = append(out, *p)
 		}
 	}
 	return out

@@ -179,17 +179,17 @@ func TestOthersOfASlot(t *testing.T) {
 		Claimed: map[int32][]types.UID{1: {"uid-n"}}}
 	others, held := p.OthersOf(1)
 	for _, uid := range []types.UID{"uid-a", "uid-l", "uid-s"} { // uid-s: slot 0's hand-off successor
-		if !others[uid] {
+		if !others.Has(uid) {
 			t.Errorf("slot 1 must not see %s", uid)
 		}
 	}
-	if others["uid-r"] || others["uid-n"] {
+	if others.Has("uid-r") || others.Has("uid-n") {
 		t.Errorf("its own revoked and granted pods are slot 1's: %v", others)
 	}
 	if !held {
 		t.Errorf("slot 0 has a holder")
 	}
-	if others, _ := p.OthersOf(0); !others["uid-r"] || !others["uid-n"] || others["uid-a"] {
+	if others, _ := p.OthersOf(0); !others.Has("uid-r") || !others.Has("uid-n") || others.Has("uid-a") {
 		t.Errorf("slot 0 sees its own holder, not slot 1's pods: %v", others)
 	}
 }

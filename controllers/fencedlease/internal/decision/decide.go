@@ -113,7 +113,7 @@ func (d *Decision) nextGrant(w World, in *Input, waiting []*corev1.Pod, delayLef
 	if in.handedOver && st.Holder == nil {
 		if t, ok := adoptRule(w, in.Record); ok {
 			next, adopted = &t, true // the grant the hand-over already made
-		} else if FindPod(slices.Concat(w.Pods, w.Unlabeled), in.Record.HolderUID) == nil {
+		} else if w.anyPodOf(in.Record.HolderUID) == nil {
 			// Made on the Lease and released there, its pod gone: nobody to record, but
 			// a grant was made — counted, its token spent, in a status write of this
 			// pass (a next grant's is then made status first).
@@ -224,7 +224,7 @@ func GrantRule(w World, st *fencingv1.FencedLeaseStatus, waiting []*corev1.Pod) 
 // the grant ended already.
 func adoptRule(w World, rec leaserecord.Record) (Transition, bool) {
 	name := rec.Holder
-	p := FindPod(slices.Concat(w.Pods, w.Unlabeled), rec.HolderUID)
+	p := w.anyPodOf(rec.HolderUID)
 	if name == "" && p != nil {
 		name = p.Name
 	}
@@ -244,7 +244,7 @@ func adoptRule(w World, rec leaserecord.Record) (Transition, bool) {
 		AcquireTime:            *acquire.DeepCopy(),
 		LastRenewTime:          acquire.DeepCopy(),
 		LeaseDurationSeconds:   specDurationSeconds(w.FL),
-		StartupDeadlineSeconds: StartupSecondsFor(w.FL, FindPod(w.Pods, rec.HolderUID)),
+		StartupDeadlineSeconds: StartupSecondsFor(w.FL, w.PodOf(rec.HolderUID)),
 	}
 	if rec.DurationSeconds > 0 {
 		h.LeaseDurationSeconds = rec.DurationSeconds
@@ -254,7 +254,7 @@ func adoptRule(w World, rec leaserecord.Record) (Transition, bool) {
 		h.FirstRenewTime, h.LastRenewTime = MicroTime(w.Now), MicroTime(w.Now)
 	}
 	t := Transition{Kind: Grant, RuleName: "adopt the handed-over grant", Holder: h, RequeueAfter: startupDeadline(&h, w.FL)}
-	if p := FindPod(w.Pods, rec.HolderUID); p != nil {
+	if p := w.PodOf(rec.HolderUID); p != nil {
 		t.PodCreated = p.CreationTimestamp.Time
 	}
 	return t, true

@@ -17,6 +17,10 @@ import (
 func NewSlotPass(fl *fencingv1.FencedLease, pods []corev1.Pod, onLease leaserecord.Slots) *SlotPass {
 	p := &SlotPass{FL: fl, Next: fl.DeepCopy(), Pods: pods, OnLease: onLease, Floor: onLease.Floor(), Claimed: map[int32][]types.UID{}, notes: slotNotes{}}
 	p.candidates = grantorder.Candidates(pods, &fencingv1.FencedLeaseStatus{}, "")
+	p.pods = make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		p.pods[i] = &pods[i]
+	}
 	// A FencedLease whose status never listed slots (spec.holders lowered to 1 before any
 	// slot's status write landed) yet a slot's Lease records a grant: its slots are judged.
 	p.Sharded = sharded(fl) || grantAboveSlot0(onLease)
@@ -80,56 +84,101 @@ func (p *SlotPass) Indices() []int32 {
 // OthersOf are the pods the slots other than i name — holder, last revoked, hand-off
 // successor; in the status, on their Lease, or in a decision of this pass — and whether
 // one of them has a holder still.
-func (p *SlotPass) OthersOf(i int32) (map[types.UID]bool, bool) {
-	others := map[types.UID]bool{}
-	held := false
-	add := func(uid types.UID) {
-		if uid != "" {
-			others[uid] = true
-		}
+func (p *SlotPass) OthersOf(i int32) (Others, bool) {
+	p.index()
+	held := len(p.held)
+	if p.held[i] {
+		held--
 	}
+	return Others{p.named, i}, held > 0
+}
+
+// index finds, once a pass and again after a decision changed the projection, which
+// slots name each pod and which have a holder; Decided adds what each decision claims.
+func (p *SlotPass) index() {
+	if p.named != nil {
+		return
+	}
+	p.named, p.held = map[types.UID][]int32{}, map[int32]bool{}
 	for _, s := range p.Next.Status.Slots {
-		if s.Slot == i {
-			continue
-		}
 		if s.Holder != nil {
-			add(s.Holder.PodUID)
-			held = true
+			p.name(s.Slot, s.Holder.PodUID)
+			p.held[s.Slot] = true
 			if ho := s.Holder.Handoff; ho != nil {
-				add(ho.SuccessorUID) // one slot's successor is no other slot's
+				p.name(s.Slot, ho.SuccessorUID) // one slot's successor is no other slot's
 			}
 		}
 		if s.LastRevocation != nil {
-			add(s.LastRevocation.PodUID)
+			p.name(s.Slot, s.LastRevocation.PodUID)
 		}
 	}
-	if len(p.Next.Status.Slots) == 0 && i != 0 {
+	if len(p.Next.Status.Slots) == 0 {
 		// Slots only now: slot 0 is the status's single grant.
 		if h := p.Next.Status.Holder; h != nil {
-			add(h.PodUID)
-			held = true
+			p.name(0, h.PodUID)
+			p.held[0] = true
 		}
 		if rv := p.Next.Status.LastRevocation; rv != nil {
-			add(rv.PodUID)
+			p.name(0, rv.PodUID)
 		}
 	}
 	for j, rec := range p.OnLease {
-		if j == i || !rec.HasHolderUID {
+		if !rec.HasHolderUID {
 			continue
 		}
-		add(rec.HolderUID) // named on its Lease, or released there and not yet recorded
+		p.name(j, rec.HolderUID) // named on its Lease, or released there and not yet recorded
 		if rec.Holder != "" && rec.GrantAbove(SlotRecorded(&p.FL.Status, j)) {
-			held = true // a grant only its Lease records (G2): its pod may be at work
+			p.held[j] = true // a grant only its Lease records (G2): its pod may be at work
 		}
 	}
 	for j, uids := range p.Claimed {
-		if j != i {
-			for _, uid := range uids {
-				add(uid)
+		for _, uid := range uids {
+			p.name(j, uid)
+		}
+	}
+}
+
+// name records that slot j names pod uid.
+func (p *SlotPass) name(j int32, uid types.UID) {
+	if uid != "" && !slices.Contains(p.named[uid], j) {
+		p.named[uid] = append(p.named[uid], j)
+	}
+}
+
+// claim records that slot i's decision names pod uid (SlotPass.Claimed).
+func (p *SlotPass) claim(i int32, uid types.UID) {
+	p.Claimed[i] = append(p.Claimed[i], uid)
+	if p.named != nil {
+		p.name(i, uid)
+	}
+}
+
+// Others are the pods the slots other than one name (SlotPass.OthersOf).
+type Others struct {
+	named map[types.UID][]int32
+	slot  int32
+}
+
+// Has is true when a slot other than this one names pod uid.
+func (o Others) Has(uid types.UID) bool {
+	for _, j := range o.named[uid] {
+		if j != o.slot {
+			return true
+		}
+	}
+	return false
+}
+
+// none is true when no other slot names any pod.
+func (o Others) none() bool {
+	for _, slots := range o.named {
+		for _, j := range slots {
+			if j != o.slot {
+				return false
 			}
 		}
 	}
-	return others, held
+	return true
 }
 
 // Decided records slot i's decision d, taken on w: the pods it names, the token floor it
@@ -137,12 +186,12 @@ func (p *SlotPass) OthersOf(i int32) (map[types.UID]bool, bool) {
 func (p *SlotPass) Decided(i int32, w World, d Decision, records bool) {
 	p.Floor = max(p.Floor, d.Status.FencingToken)
 	if h := w.FL.Status.Holder; h != nil {
-		p.Claimed[i] = append(p.Claimed[i], h.PodUID)
+		p.claim(i, h.PodUID)
 	}
 	if h := d.Status.Holder; h != nil {
-		p.Claimed[i] = append(p.Claimed[i], h.PodUID)
+		p.claim(i, h.PodUID)
 		if ho := h.Handoff; ho != nil && ho.SuccessorUID != "" {
-			p.Claimed[i] = append(p.Claimed[i], ho.SuccessorUID)
+			p.claim(i, ho.SuccessorUID)
 		}
 	}
 	if p.notes.note(i, &d.Status) {
@@ -153,7 +202,7 @@ func (p *SlotPass) Decided(i int32, w World, d Decision, records bool) {
 	if !records {
 		return
 	}
-	p.finishedNow = nil
+	p.finishedNow, p.named = nil, nil
 	if p.Sharded {
 		p.Next.Status = WithSlot(p.Next, i, &d.Status)
 		p.finish(&p.Next.Status)

@@ -94,7 +94,7 @@ func startsOnLease(w World, h *fencingv1.Holder) bool {
 	if h == nil {
 		return false
 	}
-	p := FindPod(w.Pods, h.PodUID)
+	p := w.PodOf(h.PodUID)
 	return p != nil && grantorder.Warm(p)
 }
 

@@ -13,9 +13,8 @@ import (
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
-// successorWaits: the pod with uid is still a waiting candidate.
-func successorWaits(pods []corev1.Pod, uid types.UID) bool {
-	p := FindPod(pods, uid)
+// successorWaits: pod p, a hand-off's successor, is still a waiting candidate.
+func successorWaits(p *corev1.Pod) bool {
 	return p != nil && p.DeletionTimestamp == nil && !grantorder.Finished(p) && grantorder.PodState(p) == fencingv1.PodWaiting
 }
 

@@ -253,7 +253,7 @@ func HandoffWithdrawnRule(in *Input) (Transition, bool) {
 	if in.H.Handoff == nil || in.graceLeft <= 0 {
 		return Transition{}, false
 	}
-	if removed := in.H.Handoff.SuccessorUID == ""; removed && in.Slot.Retired || !removed && successorWaits(in.Pods, in.H.Handoff.SuccessorUID) {
+	if removed := in.H.Handoff.SuccessorUID == ""; removed && in.Slot.Retired || !removed && successorWaits(in.PodOf(in.H.Handoff.SuccessorUID)) {
 		return Transition{}, false // its slot was removed and still is, or its successor waits
 	}
 	return Transition{Kind: WithdrawHandoff, RequeueAfter: in.left}, true

@@ -41,7 +41,7 @@ type SlotFrame struct {
 	// others are the pods another slot holds, last revoked, or names on its Lease, or
 	// that this pass granted another slot: never this slot's candidates, and never
 	// demoted by this slot's writes.
-	others map[types.UID]bool
+	others Others
 	// othersHeld: another slot still has a holder, so a deleted FencedLease keeps its
 	// finalizer.
 	othersHeld bool
@@ -89,36 +89,28 @@ func (s SlotFrame) LeaseOwner(fl *fencingv1.FencedLease) SlotLease {
 	return SlotLease{fl.UID, s.Index}
 }
 
-// Visible are the pods of pods this slot may see: all but the others'. In a pass they are
-// written into the pass's scratch slice, which the next slot reuses: a slot's world lets
-// go of them once it is judged (judgeSlot).
-func (s SlotFrame) Visible(pods []corev1.Pod) []corev1.Pod {
-	if len(s.others) == 0 {
-		return pods
+// Visible are the pass's pods this slot may see: all but the others'.
+func (s SlotFrame) Visible() []*corev1.Pod {
+	if s.others.none() {
+		return s.Pass.pods
 	}
-	var out []corev1.Pod
-	if s.Pass != nil {
-		out = s.Pass.scratch[:0]
-	}
-	for i := range pods {
-		if !s.others[pods[i].UID] {
-			out = append(out, pods[i])
+	out := make([]*corev1.Pod, 0, len(s.Pass.pods))
+	for _, p := range s.Pass.pods {
+		if !s.others.Has(p.UID) {
+			out = append(out, p)
 		}
-	}
-	if s.Pass != nil {
-		s.Pass.scratch = out
 	}
 	return out
 }
 
 // VisibleCandidates are the pass's candidates this slot may see, in grant order.
 func (s SlotFrame) VisibleCandidates() []*corev1.Pod {
-	if len(s.others) == 0 {
+	if s.others.none() {
 		return s.Pass.candidates
 	}
 	out := make([]*corev1.Pod, 0, len(s.Pass.candidates))
 	for _, p := range s.Pass.candidates {
-		if !s.others[p.UID] {
+		if !s.others.Has(p.UID) {
 			out = append(out, p)
 		}
 	}
@@ -185,8 +177,12 @@ type SlotPass struct {
 	// candidates are the candidates among pods in grant order, whatever a status names
 	// (grantorder.Candidates): sorted once a pass, filtered by each slot.
 	candidates []*corev1.Pod
-	// scratch holds the pods the slot being judged sees (SlotFrame.visible).
-	scratch []corev1.Pod
+	// pods points into Pods, for the slots' views of them (SlotFrame.Visible).
+	pods []*corev1.Pod
+	// named are, per pod, the slots that name it, and held the slots with a holder
+	// (SlotPass.index); nil until asked, and again once a decision changes Next.
+	named map[types.UID][]int32
+	held  map[int32]bool
 	// finishedNow caches SlotPass.finished until the projection or the notes change; nil:
 	// not judged yet.
 	finishedNow *bool

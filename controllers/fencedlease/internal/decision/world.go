@@ -5,6 +5,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
@@ -16,7 +17,7 @@ type World struct {
 	Lease *coordinationv1.Lease // nil when there is none yet
 	// Record is lease decoded, once a pass (pkg/leaserecord).
 	Record leaserecord.Record
-	Pods   []corev1.Pod // every pod labeled for this FencedLease
+	Pods   []*corev1.Pod // every pod labeled for this FencedLease that this slot may see
 	// Candidates are the candidates among Pods in grant order (grantorder.Candidates),
 	// whatever the status names: CandidatesFor leaves those out.
 	Candidates []*corev1.Pod
@@ -99,4 +100,22 @@ type Input struct {
 // operator that died in between): the status's grant, if any, ended on the Lease.
 func handedOver(state leaserecord.State, rec leaserecord.Record, recorded int64) bool {
 	return (state == leaserecord.StateOther || state == leaserecord.StateTombstone) && rec.GrantAbove(recorded)
+}
+
+// PodOf is the pod of w.Pods with uid, or nil.
+func (w World) PodOf(uid types.UID) *corev1.Pod {
+	for _, p := range w.Pods {
+		if p.UID == uid {
+			return p
+		}
+	}
+	return nil
+}
+
+// anyPodOf is the pod with uid among w.Pods and w.Unlabeled, or nil.
+func (w World) anyPodOf(uid types.UID) *corev1.Pod {
+	if p := w.PodOf(uid); p != nil {
+		return p
+	}
+	return FindPod(w.Unlabeled, uid)
 }
