@@ -103,7 +103,7 @@
 //	N2. One counter: a slot grants above the status's token and every token any slot's Lease carries.
 //	N3. A slot never sees the pods another slot names or granted in this pass: no pod holds two slots.
 //	N4. The status is projected from every slot's decision and written once a pass, on the version read; D1 waits for every slot's Lease too.
-//	N5. The slots' writes run at once; their grants land in token order, and a grant the status records first ends the pass's grants.
+//	N5. The slots' writes run at once, each slot's from when it is judged; their grants land in token order, and a grant the status records first ends the pass's grants.
 //
 // Priority (priority.go):
 //

@@ -57,6 +57,8 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.
 func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass, early *earlyWrites) ([]*slotRun, ctrl.Result, error) {
 	var slots []*slotRun
 	var res ctrl.Result
+	due, hasDue := int32(0), false
+	defer func() { r.grants.SetDue(client.ObjectKeyFromObject(p.FL), due, hasDue && p.Sharded) }()
 	for _, i := range p.Indices() {
 		sr, err := r.judgeSlot(ctx, p, p.Frame(i))
 		if sr != nil {
@@ -74,7 +76,9 @@ func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass, early
 			continue
 		}
 		early.start(sr, p.Claimed, p.Sharded, func(sr *slotRun) error { return r.runSteps(ctx, sr, false) })
-		res = sooner(res, resultOf(sr.d.Plan))
+		if next := sooner(res, resultOf(sr.d.Plan)); next != res {
+			res, due, hasDue = next, i, next.RequeueAfter > 0
+		}
 		if p.Finalized {
 			break
 		}

@@ -151,3 +151,31 @@ func TestOneSlotFailsOverWithTheWritesOfOneFencedLease(t *testing.T) {
 		t.Fatalf("one slot of two failing over made %d writes, a FencedLease of one grant %d", got, want)
 	}
 }
+
+// N5: the slot whose expiry timer brought the pass is judged first, so its hand-over
+// waits for no other slot's judging: slot 2's lease ends first, and when slot 0's has
+// ended too by the time the pass runs, slot 2 is handed over first, with the lower token.
+func TestTheSlotWhoseTimerBroughtThePassIsJudgedFirst(t *testing.T) {
+	a, c, e := slotHolder("a", 1, true), slotHolder("c", 2, true), slotHolder("e", 3, true)
+	a.LeaseDurationSeconds, c.LeaseDurationSeconds, e.LeaseDurationSeconds = 10, 10, 10
+	fl := slotsFL(3, fencingv1.Slot{Slot: 0, Holder: a}, fencingv1.Slot{Slot: 1, Holder: c}, fencingv1.Slot{Slot: 2, Holder: e})
+	fl.Finalizers = []string{fencingv1.Finalizer}
+	b, d := warmPod("b", t0.Add(time.Second)), warmPod("d", t0.Add(2*time.Second))
+	f := fixtureOf(fl, slotLeaseNaming(0, a, t0), slotLeaseNaming(1, c, t0), slotLeaseNaming(2, e, t0),
+		holdingPod("a", 1, 0), holdingPod("c", 2, 1), holdingPod("e", 3, 2), &b, &d)
+	f.reconcile(t) // every grant seen at t0
+	f.clock.Step(2 * time.Second)
+	f.renewSlot(t, 0)
+	f.renewSlot(t, 1)
+	if res := f.reconcileFor(t); res.RequeueAfter != 8*time.Second {
+		t.Fatalf("the pass after slots 0 and 1 renewed asks again in %v, want 8s: slot 2's lease ends first", res.RequeueAfter)
+	}
+	f.clock.Step(11 * time.Second) // slot 2's lease ended 3 s ago, slot 0's 1 s ago
+	f.renewSlot(t, 1)
+	f.reconcile(t)
+	first, second := leaserecord.Read(f.slotLease(t, 2)), leaserecord.Read(f.slotLease(t, 0))
+	if first.Holder != "b" || second.Holder != "d" || first.Token >= second.Token {
+		t.Fatalf("slot 2's Lease names %s (token %d), slot 0's %s (token %d); want slot 2 handed over first, to b, with the lower token",
+			first.Holder, first.Token, second.Holder, second.Token)
+	}
+}

@@ -23,7 +23,9 @@ func (r *Reconciler) beginPass(ctx context.Context, fl *fencingv1.FencedLease) (
 	if err != nil {
 		return nil, err
 	}
-	return decision.NewSlotPass(fl, pods, onLease), nil
+	p := decision.NewSlotPass(fl, pods, onLease)
+	p.First, p.HasFirst = r.grants.Due(client.ObjectKeyFromObject(fl))
+	return p, nil
 }
 
 // slotRecords reads fl's slots' Leases, by slot, from the cache (it holds the operator's

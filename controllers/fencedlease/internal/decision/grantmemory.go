@@ -118,10 +118,33 @@ type GrantMemory struct {
 
 	mu      sync.Mutex
 	ByLease map[types.NamespacedName]map[int32]Recall
+	// due is, per FencedLease with slots, the slot whose timer its last pass set: the
+	// pass that timer brings judges it first (N5).
+	due map[types.NamespacedName]int32
 }
 
 func NewGrantMemory(c clock.PassiveClock) *GrantMemory {
-	return &GrantMemory{clock: c, ByLease: map[types.NamespacedName]map[int32]Recall{}}
+	return &GrantMemory{clock: c, ByLease: map[types.NamespacedName]map[int32]Recall{}, due: map[types.NamespacedName]int32{}}
+}
+
+// Due is the slot of FencedLease key whose timer its last pass set, if any.
+func (m *GrantMemory) Due(key types.NamespacedName) (int32, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	slot, ok := m.due[key]
+	return slot, ok
+}
+
+// SetDue records slot as the one whose timer the pass of FencedLease key set; ok false:
+// no slot's.
+func (m *GrantMemory) SetDue(key types.NamespacedName, slot int32, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ok {
+		m.due[key] = slot
+	} else {
+		delete(m.due, key)
+	}
 }
 
 // Read is a copy of what is remembered of the grants of slot key.
@@ -181,4 +204,5 @@ func (m *GrantMemory) Forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.ByLease, key)
+	delete(m.due, key)
 }

@@ -78,6 +78,12 @@ func (p *SlotPass) Indices() []int32 {
 		}
 	}
 	slices.Sort(out)
+	if i := slices.Index(out, p.First); p.HasFirst && i > 0 {
+		// The slot whose timer brought this pass first: its revocation waits for no other
+		// slot's judging (N5). Any order is one the pass decides in, and lands in.
+		copy(out[1:i+1], out[:i])
+		out[0] = p.First
+	}
 	return out
 }
 

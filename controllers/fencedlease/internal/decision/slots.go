@@ -154,6 +154,10 @@ type SlotPass struct {
 	// pods as the pass began.
 	FL   *fencingv1.FencedLease
 	Pods []corev1.Pod
+	// First, when HasFirst, is the slot judged first: the one whose timer the last pass
+	// set (GrantMemory.Due).
+	First    int32
+	HasFirst bool
 	// Sharded: fl has slots (status.slots); otherwise its one grant is slot 0, recorded in
 	// status.holder.
 	Sharded bool
