@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,21 +17,22 @@ import (
 	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 )
 
-// pass judges every slot of fl in order — slot 0 alone for a FencedLease of one grant —
-// and carries out their plans in three phases: each slot's writes that come before its
-// status record (the Lease's compare-and-swap, the ended grant's pod), started as soon as
-// the slot is judged; the status of the whole FencedLease, projected from every slot's
-// decision and written once; then each slot's writes that follow the status (its Lease,
-// its pods), and last the finalizer.
-// A write that fails ends the pass; what landed is remembered, and the next pass finishes
-// it from the Lease (as after a crash). It asks to run again when the soonest slot does.
+// pass judges every slot of fl in turn — slot 0 alone for a FencedLease of one grant,
+// the slot whose timer brought the pass first — and carries out their plans in three
+// phases: each slot's writes that come before its status record (the Lease's
+// compare-and-swap, the ended grant's pod), started as soon as the slot is judged; the
+// status of the whole FencedLease, projected from every slot's decision and written once;
+// then each slot's writes that follow the status (its Lease, its pods), and last the
+// finalizer. A write that fails ends the pass; what landed is remembered, and the next
+// pass finishes it from the Lease (as after a crash). It asks to run again when the
+// soonest slot does, counted from when that slot was judged, not from the pass's end.
 func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.Result, error) {
 	p, err := r.beginPass(ctx, fl)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	early := newEarlyWrites()
-	slots, res, err := r.judgeSlots(ctx, p, early)
+	early, start := newEarlyWrites(), r.clock.Now()
+	slots, res, err := r.judgeSlots(ctx, p, early, start)
 	// Remembered however the pass ends, from what each slot saw, decided and landed,
 	// once the writes it started are over.
 	defer r.rememberSlots(fl, slots)
@@ -47,14 +49,21 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.
 	if p.Finalized {
 		return ctrl.Result{}, nil
 	}
+	if res.RequeueAfter > 0 {
+		// The pass's writes took their time: a lease's end is due when the decision
+		// said, not that long after the pass (at once when that is past).
+		res.RequeueAfter = max(res.RequeueAfter-r.clock.Since(start), time.Millisecond)
+	}
 	return res, nil
 }
 
-// judgeSlots judges the slots of the pass one after another, each counting on the
-// decisions before it, and starts each one's writes before the status once it is judged
-// (earlyWrites); a slot whose view is behind this controller's own writes is looked at
-// again soon. It stops after a slot that lets the deleted FencedLease go.
-func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass, early *earlyWrites) ([]*slotRun, ctrl.Result, error) {
+// judgeSlots judges the slots of the pass one after another (SlotPass.Indices), each
+// counting on the decisions before it, starts each one's writes before the status once
+// it is judged (earlyWrites), and remembers which slot's timer it sets (GrantMemory.Due);
+// a slot whose view is behind this controller's own writes is looked at again soon. It
+// stops after a slot that lets the deleted FencedLease go. The result's RequeueAfter
+// counts from start.
+func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass, early *earlyWrites, start time.Time) ([]*slotRun, ctrl.Result, error) {
 	var slots []*slotRun
 	var res ctrl.Result
 	due, hasDue := int32(0), false
@@ -76,7 +85,11 @@ func (r *Reconciler) judgeSlots(ctx context.Context, p *decision.SlotPass, early
 			continue
 		}
 		early.start(sr, p.Claimed, p.Sharded, func(sr *slotRun) error { return r.runSteps(ctx, sr, false) })
-		if next := sooner(res, resultOf(sr.d.Plan)); next != res {
+		own := resultOf(sr.d.Plan)
+		if own.RequeueAfter > 0 {
+			own.RequeueAfter += sr.w.Now.Sub(start) // from when the slot was judged
+		}
+		if next := sooner(res, own); next != res {
 			res, due, hasDue = next, i, next.RequeueAfter > 0
 		}
 		if p.Finalized {

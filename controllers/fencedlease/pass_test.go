@@ -179,3 +179,42 @@ func TestTheSlotWhoseTimerBroughtThePassIsJudgedFirst(t *testing.T) {
 			first.Holder, first.Token, second.Holder, second.Token)
 	}
 }
+
+// slowStatusWrites is a client whose status writes take d on the fake clock.
+type slowStatusWrites struct {
+	client.Client
+	clock interface{ Step(time.Duration) }
+	d     time.Duration
+}
+
+func (c slowStatusWrites) Status() client.SubResourceWriter {
+	return slowStatus{c.Client.Status(), c.clock, c.d}
+}
+
+type slowStatus struct {
+	client.SubResourceWriter
+	clock interface{ Step(time.Duration) }
+	d     time.Duration
+}
+
+func (w slowStatus) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
+	w.clock.Step(w.d)
+	return w.SubResourceWriter.Update(ctx, o, opts...)
+}
+
+// X2: the next look at a lease is due when it could run out, counted from the decision,
+// not from the end of the pass that made it: a pass whose status write took 300 ms asks
+// to run again 300 ms sooner.
+func TestTheNextLookCountsFromTheDecisionNotThePassEnd(t *testing.T) {
+	f := newCASFixture(t)
+	f.clock.Step(time.Second)
+	f.renew(t)
+	f.r.Client = slowStatusWrites{f.r.Client, f.clock, 300 * time.Millisecond}
+	res := f.reconcileFor(t) // records a's first renewal: a status write
+	if h := fetch(t, f.c, key, &fencingv1.FencedLease{}).Status.Holder; h == nil || h.FirstRenewTime == nil {
+		t.Fatalf("the pass did not record the first renewal: %+v", h)
+	}
+	if want := 10*time.Second - 300*time.Millisecond; res.RequeueAfter != want {
+		t.Fatalf("the pass asks to run again in %v, want %v: the lease, renewed when the pass began, runs out 10s after that", res.RequeueAfter, want)
+	}
+}
