@@ -141,8 +141,9 @@ func (r *Reconciler) judgeSlot(ctx context.Context, p *decision.SlotPass, s deci
 		return nil, err
 	}
 	sr := &slotRun{w: w}
-	// The slot's pods live in the pass's scratch slice, which the next slot reuses: only
-	// the ones its plan may write are kept (below), as copies.
+	// The slot's view of the pods points into the pass's: only the ones its plan may
+	// write are kept (below), as copies, whose writes replace their fields and never
+	// change the maps they share with the pass's pods (patchPod).
 	defer func() { sr.w.Pods, sr.w.Unlabeled, sr.w.Holder, sr.w.Successor = nil, nil, nil, nil }()
 	if r.ownWrites.behind(w.FL, s.LeaseOwner(view), w.Lease, w.Pods) {
 		// Deciding on a view older than this controller's own last write would only send

@@ -96,7 +96,7 @@ func TestPlanOfEachKindOfPass(t *testing.T) {
 	// with no holder left, the finalizer goes, last.
 	fl.DeletionTimestamp = ptr.To(metav1.NewTime(c.Now()))
 	cut := leaseFor(h, c.Now())
-	leaserecord.CutOff(cut, "") // as revokeOnLease cuts off on request
+	leaserecord.CutOff(cut, "") // as the plan cuts off on request (leaseCut)
 	d = step(tr, c, fl.DeepCopy(), cut, []corev1.Pod{cold, warm})
 	checkOrder(t, fl, d)
 	if d.Revoked() == nil || d.Revoked().Reason != fencingv1.ReasonFencedLeaseDeleted {

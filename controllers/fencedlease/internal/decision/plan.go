@@ -15,32 +15,7 @@ import (
 // planFor lists the writes that carry out decision d, taken on world w.
 func planFor(w World, d Decision) Plan {
 	p := Plan{Now: d.now, Granted: d.Granted()}
-	ours := !d.foreignLease // a foreign Lease is never written (A3)
-	if d.leaseFirst() && ours {
-		cut := p.add(CutLease, "X3")
-		cut.Lease, cut.Revoking = leaseCut(w, d), revocationBegun(d)
-		if d.CutOffOnRequest() || d.cutsOff(fencingv1.ReasonPodCannotRun) {
-			p.add(TellCutOff, "Q2").Event = cutOffEvent(w, d)
-		}
-	}
-	if d.StatusWait == 0 {
-		// The status write drops a grant that ended: its pod first, so one whose label
-		// was taken off is never left marked Holding, found by nothing.
-		switch {
-		case d.Ended(Revoke) != nil:
-			p.add(DemoteEnded, "X5").Pod = d.End.Holder.PodUID
-		case d.Ended(Release) != nil:
-			p.add(DemoteEnded, "L3").Pod = d.End.Holder.PodUID
-		}
-		// Otherwise the Lease holds the grant: the pods follow it now, and the status
-		// records it with the first renewal, or when the wait is over (deferStatus, G4).
-		status := p.add(WriteStatus, "X4")
-		status.Status, status.RevokedAt = &d.Status, revokedAt(d)
-	}
-	if ours {
-		lease := p.add(WriteLease, "G2")
-		lease.Renewal, lease.FirstRecord = w.Held.Renewal, d.GrantOnLease && d.StatusWait > 0
-	}
+	p.addRecords(w, d)
 	if (d.handsOver() || d.GrantOnLease) && d.StatusWait > 0 {
 		// The Lease is the new grant's first record: a Warm holder starts on it. A Cold
 		// one starts only once its pod is patched (G3): that, and the demotions before it,
@@ -75,6 +50,37 @@ func planFor(w World, d Decision) Plan {
 		p.Settles = GrantSettles(w.FL, d)
 	}
 	return p
+}
+
+// addRecords adds the writes that record decision d: the cut on the Lease, the ended
+// grant's pod, the status, the Lease.
+func (p *Plan) addRecords(w World, d Decision) {
+	ours := !d.foreignLease // a foreign Lease is never written (A3)
+	if d.leaseFirst() && ours {
+		cut := p.add(CutLease, "X3")
+		cut.Lease, cut.Revoking = leaseCut(w, d), revocationBegun(d)
+		if d.CutOffOnRequest() || d.cutsOff(fencingv1.ReasonPodCannotRun) {
+			p.add(TellCutOff, "Q2").Event = cutOffEvent(w, d)
+		}
+	}
+	if d.StatusWait == 0 {
+		// The status write drops a grant that ended: its pod first, so one whose label
+		// was taken off is never left marked Holding, found by nothing.
+		switch {
+		case d.Ended(Revoke) != nil:
+			p.add(DemoteEnded, "X5").Pod = d.End.Holder.PodUID
+		case d.Ended(Release) != nil:
+			p.add(DemoteEnded, "L3").Pod = d.End.Holder.PodUID
+		}
+		// Otherwise the Lease holds the grant: the pods follow it now, and the status
+		// records it with the first renewal, or when the wait is over (deferStatus, G4).
+		status := p.add(WriteStatus, "X4")
+		status.Status, status.RevokedAt = &d.Status, revokedAt(d)
+	}
+	if ours {
+		lease := p.add(WriteLease, "G2")
+		lease.Renewal, lease.FirstRecord = w.Held.Renewal, d.GrantOnLease && d.StatusWait > 0
+	}
 }
 
 // GrantSettles is true when the pass keeps the grant with nothing of it left waiting for a
