@@ -120,18 +120,3 @@ func WithoutGate(gates []corev1.PodSchedulingGate) []corev1.PodSchedulingGate {
 	}
 	return out
 }
-
-// CandidatesFor are w's candidates in grant order, but for the holder and the last
-// revoked pod of status st and the pod of a grant that ended: grantorder.Candidates of
-// w.Pods, from the order the pass sorted once.
-func CandidatesFor(w World, st *fencingv1.FencedLeaseStatus, ended types.UID) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(w.Candidates))
-	for _, p := range w.Candidates {
-		if p.UID == ended || (st.Holder != nil && p.UID == st.Holder.PodUID) ||
-			(st.LastRevocation != nil && p.UID == st.LastRevocation.PodUID) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
