@@ -90,26 +90,18 @@ func (s SlotFrame) LeaseOwner(fl *fencingv1.FencedLease) SlotLease {
 }
 
 // Visible are the pass's pods this slot may see: all but the others'.
-func (s SlotFrame) Visible() []*corev1.Pod {
-	if s.others.none() {
-		return s.Pass.pods
-	}
-	out := make([]*corev1.Pod, 0, len(s.Pass.pods))
-	for _, p := range s.Pass.pods {
-		if !s.others.Has(p.UID) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (s SlotFrame) Visible() []*corev1.Pod { return s.visibleOf(s.Pass.pods) }
 
 // VisibleCandidates are the pass's candidates this slot may see, in grant order.
-func (s SlotFrame) VisibleCandidates() []*corev1.Pod {
+func (s SlotFrame) VisibleCandidates() []*corev1.Pod { return s.visibleOf(s.Pass.candidates) }
+
+// visibleOf are the pods of pods, in their order, that no other slot names.
+func (s SlotFrame) visibleOf(pods []*corev1.Pod) []*corev1.Pod {
 	if s.others.none() {
-		return s.Pass.candidates
+		return pods
 	}
-	out := make([]*corev1.Pod, 0, len(s.Pass.candidates))
-	for _, p := range s.Pass.candidates {
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
 		if !s.others.Has(p.UID) {
 			out = append(out, p)
 		}
