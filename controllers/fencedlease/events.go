@@ -10,67 +10,45 @@ import (
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
 	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
-	"github.com/fencedlease/fencedlease/internal/eventnote"
 )
 
-// emitEvents tells users (events) and dashboards (metrics) what a status write changed. A
-// transition — a grant that ends and the next that begins in one write — is one event on
-// the FencedLease (the end's reason and type, both halves in its note) and one on the new
-// holder's pod; the ended grant's pod shows state Revoked or Released, and is usually
-// deleted, so an event there would be one more write in the failover for nobody. In a
-// FencedLease with slots, slot names the slot ("" without slots): every note starts with
-// it, and the logs carry it.
-func (r *Reconciler) emitEvents(ctx context.Context, fl *fencingv1.FencedLease, d decision.Decision, slot string) {
+// tell tells users (events) and dashboards (metrics and logs) what a status write
+// changed, as its plan says (decision.Told).
+func (r *Reconciler) tell(ctx context.Context, fl *fencingv1.FencedLease, t *decision.Told) {
 	log := logf.FromContext(ctx)
-	if slot != "" {
-		log = log.WithValues("slot", slot)
+	if t.Slot != "" {
+		log = log.WithValues("slot", t.Slot)
 	}
-	say := func(note string) string {
-		if slot == "" {
-			return note
-		}
-		return "slot " + slot + ": " + note
-	}
-	next := d.Granted()
-	// ended tells the end of a grant: with the next grant in its note when there is one.
-	ended := func(pod *corev1.Pod, kind, reason, action, note string) {
-		if next != nil {
-			note = eventnote.Transition(note, next.Token, next.PodName)
-		}
-		r.event(fl, pod, next == nil, kind, reason, action, say(note))
-	}
-	if t, rv := d.End, d.Revoked(); rv != nil {
-		pod := podRef(fl.Namespace, rv.PodName, rv.PodUID)
-		log.Info("revoked", "pod", klog.KObj(pod), "token", rv.Token, "reason", rv.Reason, "rule", t.RuleName, "late", t.Lateness)
-		detail := string(rv.Reason)
-		if rv.Message != "" {
-			detail += " (" + rv.Message + ")"
-		}
-		ended(pod, corev1.EventTypeWarning, "Revoked", "Revoke", eventnote.Revoked(rv.Token, rv.PodName, detail))
+	if rv := t.Revoked; rv != nil {
+		log.Info("revoked", "pod", klog.KRef(fl.Namespace, rv.PodName), "token", rv.Token, "reason", rv.Reason, "rule", t.Rule, "late", t.Lateness)
 		r.metrics.countRevocation(rv.Reason, t.Lateness)
 	}
-	if t := d.Ended(decision.WithdrawHandoff); t != nil {
-		log.Info("hand-off withdrawn: the successor no longer waits", "pod", klog.KRef(fl.Namespace, t.Holder.PodName), "token", t.Holder.Token)
+	if h := t.Withdrawn; h != nil {
+		log.Info("hand-off withdrawn: the successor no longer waits", "pod", klog.KRef(fl.Namespace, h.PodName), "token", h.Token)
 	}
-	if t := d.Released(); t != nil {
-		h := t.Holder
-		pod := podRef(fl.Namespace, h.PodName, h.PodUID)
-		log.Info("released", "pod", klog.KObj(pod), "token", h.Token, "reason", t.Release)
-		ended(pod, corev1.EventTypeNormal, "Released", "Release", eventnote.Released(h.Token, h.PodName, string(t.Release)))
-		r.metrics.countRelease(t.Release)
+	if h := t.Released; h != nil {
+		log.Info("released", "pod", klog.KRef(fl.Namespace, h.PodName), "token", h.Token, "reason", t.ReleaseReason)
+		r.metrics.countRelease(t.ReleaseReason)
 	}
-	if next != nil {
-		pod := podRef(fl.Namespace, next.PodName, next.PodUID)
-		log.Info("granted", "pod", klog.KObj(pod), "token", next.Token)
-		note := say(eventnote.Granted(next.Token, next.PodName))
-		if d.Revoked() != nil || d.Released() != nil {
-			r.eventOnPod(fl, pod, corev1.EventTypeNormal, "Granted", "Grant", note) // told on the FencedLease with the end
-		} else {
-			r.event(fl, pod, true, corev1.EventTypeNormal, "Granted", "Grant", note)
+	if h := t.Granted; h != nil {
+		log.Info("granted", "pod", klog.KRef(fl.Namespace, h.PodName), "token", h.Token)
+		if !t.PodCreated.IsZero() {
+			r.metrics.countGrant(h.AcquireTime.Sub(t.PodCreated))
 		}
-		if t := d.Grant; !t.PodCreated.IsZero() {
-			r.metrics.countGrant(next.AcquireTime.Sub(t.PodCreated)) // the grant's time: its status write may have waited
-		}
+	}
+	for _, e := range t.Events {
+		r.record(fl, e)
+	}
+}
+
+// record records event e: on the FencedLease naming the pod, and on the pod naming the
+// FencedLease, as e says.
+func (r *Reconciler) record(fl *fencingv1.FencedLease, e decision.Event) {
+	pod := podRef(fl.Namespace, e.Holder.PodName, e.Holder.PodUID)
+	if e.OnFencedLease {
+		r.event(fl, pod, e.OnPod, e.Type, e.Reason, e.Action, e.Note)
+	} else if e.OnPod {
+		r.eventOnPod(fl, pod, e.Type, e.Reason, e.Action, e.Note)
 	}
 }
 

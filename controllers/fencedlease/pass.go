@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -188,17 +187,14 @@ func (r *Reconciler) writePassStatus(ctx context.Context, p *decision.SlotPass, 
 		defer r.metrics.setStatus(client.ObjectKeyFromObject(next), next.Status) // after the events' counts
 	}
 	for _, sr := range slots {
-		if !sr.d.Plan.Has(decision.WriteStatus) {
+		s := sr.d.Plan.Step(decision.WriteStatus)
+		if s == nil {
 			continue
 		}
 		sr.done.Status = true
 		sr.fl.ResourceVersion = p.FL.ResourceVersion
 		if sr.records {
-			slot := ""
-			if p.Sharded {
-				slot = strconv.Itoa(int(sr.w.Slot.Index))
-			}
-			r.emitEvents(ctx, sr.fl, sr.d, slot)
+			r.tell(ctx, sr.fl, s.Told)
 		}
 	}
 	return nil

@@ -38,8 +38,7 @@ func (r *Reconciler) runSteps(ctx context.Context, sr *slotRun, afterStatus bool
 			}
 			sr.done.LeaseCut = err == nil
 		case decision.TellCutOff:
-			e := s.Event
-			r.event(fl, podRef(fl.Namespace, e.Holder.PodName, e.Holder.PodUID), true, e.Type, e.Reason, e.Action, e.Note)
+			r.record(fl, *s.Event)
 		case decision.WriteLease:
 			if err = r.syncLease(ctx, fl, slot, sr.lease, s.Renewal); err != nil {
 				err = fmt.Errorf("writing Lease: %w", err)

@@ -75,7 +75,7 @@ func (p *Plan) addRecords(w World, d Decision) {
 		// Otherwise the Lease holds the grant: the pods follow it now, and the status
 		// records it with the first renewal, or when the wait is over (deferStatus, G4).
 		status := p.add(WriteStatus, "X4")
-		status.Status, status.RevokedAt = &d.Status, revokedAt(d)
+		status.Status, status.RevokedAt, status.Told = &d.Status, revokedAt(d), toldBy(d, w.Slot)
 	}
 	if ours {
 		lease := p.add(WriteLease, "G2")
@@ -140,11 +140,11 @@ func cutOffEvent(w World, d Decision) *Event {
 	h := w.FL.Status.Holder
 	left := d.RequeueAfter.Round(time.Millisecond)
 	if d.CutOffOnRequest() {
-		return &Event{Holder: *h, Type: corev1.EventTypeWarning, Reason: "RevokeRequested", Action: "Revoke",
+		return &Event{Holder: *h, Type: corev1.EventTypeWarning, Reason: "RevokeRequested", Action: "Revoke", OnFencedLease: true, OnPod: true,
 			Note: fmt.Sprintf("revoking token %d of pod %s as requested (%s): its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
 				h.Token, h.PodName, fencingv1.RevokeAnnotation, left)}
 	}
-	return &Event{Holder: *h, Type: corev1.EventTypeWarning, Reason: string(fencingv1.ReasonPodCannotRun), Action: "Revoke",
+	return &Event{Holder: *h, Type: corev1.EventTypeWarning, Reason: string(fencingv1.ReasonPodCannotRun), Action: "Revoke", OnFencedLease: true, OnPod: true,
 		Note: fmt.Sprintf("revoking token %d of pod %s: %s; its renewals are refused from now on, and the next pod is granted once its lease has run out, in at most %v",
 			h.Token, h.PodName, d.End.Message, left)}
 }

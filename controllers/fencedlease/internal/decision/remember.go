@@ -33,7 +33,7 @@ func Remember(w World, p Plan, done Landed, now time.Time) Recall {
 		return w.Memory.Of(k.uid, k.token)
 	}
 	st := &w.FL.Status
-	writeStatus, cut, writeLease := p.step(WriteStatus), p.step(CutLease), p.step(WriteLease)
+	writeStatus, cut, writeLease := p.Step(WriteStatus), p.Step(CutLease), p.Step(WriteLease)
 	if done.Status && writeStatus != nil {
 		st = writeStatus.Status
 	}

@@ -83,6 +83,8 @@ type Step struct {
 	// it records none.
 	Status    *fencingv1.FencedLeaseStatus
 	RevokedAt time.Time
+	// Told (WriteStatus) is what the status write tells once it landed.
+	Told *Told
 	// FirstRecord (WriteLease): the Lease is the new grant's first record, and the status
 	// follows with its first renewal (G2, G4).
 	FirstRecord bool
@@ -91,11 +93,12 @@ type Step struct {
 	LandsToken bool
 }
 
-// Event is an event to record on the FencedLease, naming the pod of Holder, and the
-// same on that pod.
+// Event is an event to record on the FencedLease naming the pod of Holder
+// (OnFencedLease), and on that pod naming the FencedLease (OnPod).
 type Event struct {
 	Holder                     fencingv1.Holder
 	Type, Reason, Action, Note string
+	OnFencedLease, OnPod       bool
 }
 
 // Plan is how one pass carries out its decision: the writes in order, when to look
@@ -119,8 +122,8 @@ func (p *Plan) add(kind StepKind, protocol string) *Step {
 	return &p.Steps[len(p.Steps)-1]
 }
 
-// step is the plan's write of kind k, or nil.
-func (p Plan) step(k StepKind) *Step {
+// Step is the plan's write of kind k, or nil.
+func (p Plan) Step(k StepKind) *Step {
 	for i := range p.Steps {
 		if p.Steps[i].Kind == k {
 			return &p.Steps[i]
