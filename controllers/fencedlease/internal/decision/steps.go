@@ -146,14 +146,7 @@ func (p Plan) LandsToken() bool {
 }
 
 // Has is true when the plan makes a write of kind k.
-func (p Plan) Has(k StepKind) bool {
-	for _, s := range p.Steps {
-		if s.Kind == k {
-			return true
-		}
-	}
-	return false
-}
+func (p Plan) Has(k StepKind) bool { return p.Step(k) != nil }
 
 // RequeueClass is the priority the next pass a plan asks for is queued at (P1,
 // priority.go).
@@ -166,3 +159,30 @@ const (
 	// RequeueFollowUp queues it behind every pass that moves a Lease.
 	RequeueFollowUp
 )
+
+// Told is what a status write tells once it landed: its events, and — for the logs and
+// the metrics — the revocation, release, withdrawn hand-off and grant it records. A
+// transition, a grant that ends and the next that begins in one write, is one event on
+// the FencedLease (the end's reason and type, both halves in its note) and one on the new
+// holder's pod; the ended grant's pod shows state Revoked or Released, and is usually
+// deleted, so an event there would be one more write in the failover for nobody.
+type Told struct {
+	Events []Event
+	// Slot names the slot in a FencedLease with slots ("" without): every note starts
+	// with it, and the logs carry it.
+	Slot string
+	// Revoked is the revocation recorded, Rule the rule that decided it, Lateness how
+	// long after the exact expiry.
+	Revoked  *fencingv1.Revocation
+	Rule     string
+	Lateness time.Duration
+	// Released is the grant released, for ReleaseReason.
+	Released      *fencingv1.Holder
+	ReleaseReason fencingv1.ReleaseReason
+	// Withdrawn is the grant whose hand-off request was withdrawn (H5).
+	Withdrawn *fencingv1.Holder
+	// Granted is the new grant; PodCreated when its pod was created (zero: unknown), so
+	// the wait counts to the grant's time, however long its status write waited.
+	Granted    *fencingv1.Holder
+	PodCreated time.Time
+}
