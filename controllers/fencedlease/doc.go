@@ -107,7 +107,7 @@
 //
 // Priority (priority.go):
 //
-//	P1. A pass writing a grant's first record on the Lease does only what its holder needs to start.
+//	P1. A pass writing a grant's first record on a Lease does only what holders need to start: with slots, the status and the writes of the slots that move no Lease follow in the next pass.
 //
 // The Lease's encoding is read in one place, pkg/leaserecord, by this controller,
 // pkg/holder, the agent's startupProbe and the kubectl plugin.

@@ -22,9 +22,11 @@ import (
 // compare-and-swap, the ended grant's pod), started as soon as the slot is judged; the
 // status of the whole FencedLease, projected from every slot's decision and written once;
 // then each slot's writes that follow the status (its Lease, its pods), and last the
-// finalizer. A write that fails ends the pass; what landed is remembered, and the next
-// pass finishes it from the Lease (as after a crash). It asks to run again when the
-// soonest slot does, counted from when that slot was judged, not from the pass's end.
+// finalizer. A pass that writes a grant's first record on a Lease stops after the first
+// phase, and the slots judged after that one that move no Lease write nothing (P1). A
+// write that fails ends the pass; what landed is remembered, and the next pass finishes
+// it from the Lease (as after a crash). It asks to run again when the soonest slot does,
+// counted from when that slot was judged, not from the pass's end.
 func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.Result, error) {
 	p, err := r.beginPass(ctx, fl)
 	if err != nil {
@@ -42,7 +44,16 @@ func (r *Reconciler) pass(ctx context.Context, fl *fencingv1.FencedLease) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.finishSlots(ctx, p, judged); err != nil {
+	if early.onLease {
+		// A holder starts on a Lease this pass wrote: what no holder waits for — the
+		// status, the writes after it, the deferred slots' writes — follows in a pass of
+		// its own, which the echo of this pass's writes brings, behind every Lease that
+		// must move (P1).
+		for _, sr := range judged {
+			sr.done.All = !sr.deferred && !sr.d.Plan.Has(decision.WriteStatus) && !sr.d.Plan.Has(decision.ReleaseFinalizer)
+		}
+		res = sooner(res, ctrl.Result{RequeueAfter: decision.CacheBehind, Priority: priorityOf(decision.RequeueFollowUp)})
+	} else if err := r.finishSlots(ctx, p, judged); err != nil {
 		return ctrl.Result{}, err
 	}
 	if p.Finalized {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fencingv1 "github.com/fencedlease/fencedlease/api/v1alpha1"
+	"github.com/fencedlease/fencedlease/controllers/fencedlease/internal/decision"
 	"github.com/fencedlease/fencedlease/pkg/leaserecord"
 )
 
@@ -216,5 +217,37 @@ func TestTheNextLookCountsFromTheDecisionNotThePassEnd(t *testing.T) {
 	}
 	if want := 10*time.Second - 300*time.Millisecond; res.RequeueAfter != want {
 		t.Fatalf("the pass asks to run again in %v, want %v: the lease, renewed when the pass began, runs out 10s after that", res.RequeueAfter, want)
+	}
+}
+
+// P1 across slots: a pass that hands slot 0 over on its Lease to a Warm standby writes
+// nothing else — not slot 1's first renewal, which only the status records; the next
+// pass, which moves no Lease, writes that status.
+func TestAPassThatHandsOverOnALeaseLeavesTheOtherSlotsStatusToTheNext(t *testing.T) {
+	a, c := slotHolder("a", 1, true), slotHolder("c", 2, false)
+	a.LeaseDurationSeconds, c.LeaseDurationSeconds = 10, 10
+	fl := slotsFL(2, fencingv1.Slot{Slot: 0, Holder: a}, fencingv1.Slot{Slot: 1, Holder: c})
+	fl.Finalizers = []string{fencingv1.Finalizer}
+	b := warmPod("b", t0.Add(time.Second))
+	f := fixtureOf(fl, slotLeaseNaming(0, a, t0), slotLeaseNaming(1, c, t0), holdingPod("a", 1, 0), holdingPod("c", 2, 1), &b)
+	f.reconcile(t) // both grants seen at t0; c has not renewed yet
+	var writes atomic.Int32
+	f.r.Client = statusWrites{f.r.Client, &writes}
+	f.clock.Step(11 * time.Second) // a's lease ran out; c renews for the first time
+	f.renewSlot(t, 1)
+	res := f.reconcileFor(t)
+	if got := leaserecord.Read(f.slotLease(t, 0)); !got.Shows("b", "uid-b", 3) {
+		t.Fatalf("slot 0's Lease shows %+v, want b handed token 3", got)
+	}
+	if n := writes.Load(); n != 0 {
+		t.Fatalf("the pass that handed slot 0 over wrote the status %d times, want none: slot 1's record waits for a pass that moves no Lease", n)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > decision.CacheBehind {
+		t.Fatalf("the pass asks to run again in %v, want within %v: its deferred work must not wait on a lease", res.RequeueAfter, decision.CacheBehind)
+	}
+	f.reconcile(t)
+	st := fetch(t, f.c, key, &fencingv1.FencedLease{}).Status
+	if writes.Load() == 0 || len(st.Slots) < 2 || st.Slots[1].Holder == nil || st.Slots[1].Holder.FirstRenewTime == nil {
+		t.Fatalf("after the next pass (%d status writes), slot 1's status is %+v, want c's first renewal recorded", writes.Load(), st.Slots)
 	}
 }

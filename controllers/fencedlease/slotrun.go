@@ -20,6 +20,9 @@ type slotRun struct {
 	d decision.Decision
 	// judged: the slot decided (its view was not behind this controller's own writes).
 	judged bool
+	// deferred: judged in a pass that writes a grant's first record on another slot's
+	// Lease, it moves no Lease itself, so it writes nothing in this pass (P1).
+	deferred bool
 	// turn orders its grant among the slots' that land on their Leases (grantturn.go).
 	turn *grantTurn
 	// records: its plan records its decision in the status, and that changes the status.
@@ -43,9 +46,14 @@ type earlyWrites struct {
 	given map[types.UID]bool
 	// lastTurn is the turn of the last slot judged that grants on its Lease.
 	lastTurn <-chan bool
-	wg       sync.WaitGroup
-	errs     map[*slotRun]error
-	mu       sync.Mutex
+	// onLease: a slot judged so far writes a grant's first record on its Lease. The pass
+	// then does only what holders need to start (P1): the slots judged after it that move
+	// no Lease write nothing, and the status and the writes after it wait for a pass that
+	// writes no first record.
+	onLease bool
+	wg      sync.WaitGroup
+	errs    map[*slotRun]error
+	mu      sync.Mutex
 }
 
 func newEarlyWrites() *earlyWrites {
@@ -54,7 +62,14 @@ func newEarlyWrites() *earlyWrites {
 
 // start gives judged slot sr its pods and its turn, then runs its writes before the
 // status: in the background for a FencedLease with slots, at once for one of one grant.
+// A slot that moves no Lease, judged after one that writes a grant's first record on
+// its Lease, is deferred instead (onLease).
 func (e *earlyWrites) start(sr *slotRun, claimed map[int32][]types.UID, sharded bool, run func(*slotRun) error) {
+	if e.onLease && !sr.d.Plan.MovesLease() {
+		sr.deferred = true
+		return
+	}
+	e.onLease = e.onLease || sr.d.Plan.FirstRecordOnLease()
 	e.givePods(sr, claimed)
 	e.takeTurn(sr)
 	if !sharded {

@@ -148,6 +148,17 @@ func (p Plan) LandsToken() bool {
 // Has is true when the plan makes a write of kind k.
 func (p Plan) Has(k StepKind) bool { return p.Step(k) != nil }
 
+// FirstRecordOnLease is true when the plan grants with the Lease as the grant's first
+// record: a holder starts on it, and the status follows with its first renewal (P1).
+func (p Plan) FirstRecordOnLease() bool { return p.LandsToken() && !p.Has(WriteStatus) }
+
+// MovesLease is true when the plan writes a Lease before any status write: a grant cut
+// off, handed over, or first recorded there.
+func (p Plan) MovesLease() bool {
+	cut := p.Step(CutLease)
+	return cut != nil && cut.Lease != nil || p.FirstRecordOnLease()
+}
+
 // RequeueClass is the priority the next pass a plan asks for is queued at (P1,
 // priority.go).
 type RequeueClass int
